@@ -1,0 +1,432 @@
+//! Server configuration: which transport, what to run or where to connect.
+//!
+//! Configurations are plain data, loadable from JSON with serde. Secrets
+//! (`env` values and `api_key`) may be written as `${VAR}` references, which
+//! are resolved from the process environment only when a connection is made,
+//! and never appear in `Debug` output.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{McpError, Result};
+
+/// How the client reaches a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpTransport {
+    /// A local child process speaking newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+    /// A remote server speaking MCP Streamable HTTP. `sse` is accepted as an
+    /// alias, for configurations written for the older HTTP+SSE transport.
+    #[serde(alias = "sse", alias = "streamable-http", alias = "streamable_http")]
+    Http,
+}
+
+impl McpTransport {
+    /// The canonical name, as stored and displayed: `stdio` or `http`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpTransport::Stdio => "stdio",
+            McpTransport::Http => "http",
+        }
+    }
+
+    /// Parses `stdio`, `http` or its alias `sse` (case-insensitive).
+    pub fn parse(s: &str) -> Option<McpTransport> {
+        match s.to_ascii_lowercase().as_str() {
+            "stdio" => Some(McpTransport::Stdio),
+            "http" | "sse" | "streamable-http" | "streamable_http" => Some(McpTransport::Http),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for McpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The longest server name accepted.
+pub const MAX_SERVER_NAME_LEN: usize = 64;
+
+/// The configuration of one MCP server.
+///
+/// ```
+/// use skald_mcp::{McpServerConfig, McpTransport};
+/// let cfg: McpServerConfig = serde_json::from_str(r#"{
+///     "name": "demo", "transport": "stdio",
+///     "command": "python3", "args": ["scripts/demo_mcp_server.py"]
+/// }"#).unwrap();
+/// assert_eq!(cfg.transport, McpTransport::Stdio);
+/// cfg.validate().unwrap();
+/// ```
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerConfig {
+    /// Unique name; used in tool names (`mcp__<name>__<tool>`), log file
+    /// names and errors. See [`validate_server_name`].
+    pub name: String,
+    /// How to reach the server.
+    pub transport: McpTransport,
+    /// stdio: the executable to spawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// stdio: extra environment variables; values may contain `${VAR}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// stdio: the working directory of the child (the host's, when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// http: the endpoint URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// http: sent as `Authorization: Bearer <api_key>`; may contain `${VAR}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// A short description of what the server provides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A human-readable display name, e.g. "Google Calendar".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub friendly_name: Option<String>,
+    /// Whether the server is started (used by the manager).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl fmt::Debug for McpServerConfig {
+    // Hand-written so that env values and the api key never reach a log.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: BTreeMap<&str, &str> = self
+            .env
+            .keys()
+            .map(|k| (k.as_str(), "<redacted>"))
+            .collect();
+        f.debug_struct("McpServerConfig")
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("description", &self.description)
+            .field("friendly_name", &self.friendly_name)
+            .field("enabled", &self.enabled)
+            .finish()
+    }
+}
+
+impl McpServerConfig {
+    /// A stdio configuration running `command` with `args`.
+    pub fn stdio<I, S>(name: impl Into<String>, command: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        McpServerConfig {
+            name: name.into(),
+            transport: McpTransport::Stdio,
+            command: Some(command.into()),
+            args: args.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: None,
+            api_key: None,
+            description: None,
+            friendly_name: None,
+            enabled: true,
+        }
+    }
+
+    /// An HTTP configuration for `url`.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        McpServerConfig {
+            name: name.into(),
+            transport: McpTransport::Http,
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: Some(url.into()),
+            api_key: None,
+            description: None,
+            friendly_name: None,
+            enabled: true,
+        }
+    }
+
+    /// Adds an environment variable (stdio); the value may contain `${VAR}`.
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the bearer token (http); it may contain `${VAR}`.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Parses a configuration from JSON text.
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| McpError::Config {
+            server: "<unnamed>".into(),
+            message: format!("invalid JSON configuration: {e}"),
+        })
+    }
+
+    /// Checks the name and the fields the transport requires.
+    pub fn validate(&self) -> Result<()> {
+        validate_server_name(&self.name)?;
+        let err = |message: String| McpError::Config {
+            server: self.name.clone(),
+            message,
+        };
+        match self.transport {
+            McpTransport::Stdio => match &self.command {
+                Some(c) if !c.trim().is_empty() => {}
+                _ => return Err(err("transport stdio requires a non-empty 'command'".into())),
+            },
+            McpTransport::Http => match &self.url {
+                Some(u) if u.starts_with("http://") || u.starts_with("https://") => {}
+                Some(_) => return Err(err("'url' must start with http:// or https://".into())),
+                None => return Err(err("transport http requires 'url'".into())),
+            },
+        }
+        for key in self.env.keys() {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(err(format!("invalid environment variable name {key:?}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `env` map with every `${VAR}` resolved from the process environment.
+    ///
+    /// A reference to a variable that is not set is an error naming the
+    /// variable and the key, never an empty string.
+    pub fn resolved_env(&self) -> Result<BTreeMap<String, String>> {
+        self.env
+            .iter()
+            .map(|(k, v)| {
+                interpolate(v, env_lookup)
+                    .map(|v| (k.clone(), v))
+                    .map_err(|m| McpError::Config {
+                        server: self.name.clone(),
+                        message: format!("env {k}: {m}"),
+                    })
+            })
+            .collect()
+    }
+
+    /// The `api_key` with every `${VAR}` resolved from the process environment.
+    pub fn resolved_api_key(&self) -> Result<Option<String>> {
+        match &self.api_key {
+            None => Ok(None),
+            Some(k) => interpolate(k, env_lookup)
+                .map(Some)
+                .map_err(|m| McpError::Config {
+                    server: self.name.clone(),
+                    message: format!("api_key: {m}"),
+                }),
+        }
+    }
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Checks that `name` can be used as a server name.
+///
+/// Allowed: 1 to [`MAX_SERVER_NAME_LEN`] characters from `[A-Za-z0-9_-]`,
+/// with no `__` and no leading or trailing `_`, so that a tool name
+/// `mcp__<server>__<tool>` always splits back unambiguously.
+pub fn validate_server_name(name: &str) -> Result<()> {
+    let err = |message: &str| McpError::Config {
+        server: name.chars().take(MAX_SERVER_NAME_LEN).collect(),
+        message: message.into(),
+    };
+    if name.is_empty() {
+        return Err(err("server name is empty"));
+    }
+    if name.len() > MAX_SERVER_NAME_LEN {
+        return Err(err("server name is longer than 64 characters"));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(err(
+            "server name may only contain letters, digits, '_' and '-'",
+        ));
+    }
+    if name.contains("__") || name.starts_with('_') || name.ends_with('_') {
+        return Err(err(
+            "server name must not contain '__' or start or end with '_' (tool names would be ambiguous)",
+        ));
+    }
+    Ok(())
+}
+
+/// Replaces every `${VAR}` in `input` by `lookup(VAR)`.
+///
+/// `$$` is a literal `$`; a `$` not followed by `{` or `$` is kept as is.
+/// Returns a message naming the problem (an unset variable, an unterminated
+/// or empty reference) on failure. Only the variables named in `input` are
+/// looked up.
+pub fn interpolate(
+    input: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(input.len());
+    let mut rest = input;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(stripped) = after.strip_prefix('$') {
+            out.push('$');
+            rest = stripped;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let end = body
+                .find('}')
+                .ok_or_else(|| "unterminated ${...} reference".to_string())?;
+            let var = &body[..end];
+            let valid = !var.is_empty()
+                && !var.starts_with(|c: char| c.is_ascii_digit())
+                && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !valid {
+                return Err(format!("invalid variable reference ${{{var}}}"));
+            }
+            let value =
+                lookup(var).ok_or_else(|| format!("references ${{{var}}}, which is not set"))?;
+            out.push_str(&value);
+            rest = &body[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn look(name: &str) -> Option<String> {
+        match name {
+            "A" => Some("alpha".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn interpolation() {
+        assert_eq!(interpolate("x${A}y", look).unwrap(), "xalphay");
+        assert_eq!(interpolate("${A}${A}", look).unwrap(), "alphaalpha");
+        assert_eq!(interpolate("$$A and $5", look).unwrap(), "$A and $5");
+        assert_eq!(interpolate("${EMPTY}", look).unwrap(), "");
+        assert!(interpolate("${MISSING}", look)
+            .unwrap_err()
+            .contains("MISSING"));
+        assert!(interpolate("${A", look)
+            .unwrap_err()
+            .contains("unterminated"));
+        assert!(interpolate("${}", look).is_err());
+        assert!(interpolate("${1X}", look).is_err());
+        assert!(interpolate("${A-B}", look).is_err());
+        assert_eq!(interpolate("plain", look).unwrap(), "plain");
+        assert_eq!(interpolate("trailing $", look).unwrap(), "trailing $");
+    }
+
+    #[test]
+    fn transport_aliases() {
+        for (s, t) in [
+            ("stdio", McpTransport::Stdio),
+            ("http", McpTransport::Http),
+            ("sse", McpTransport::Http),
+        ] {
+            let cfg: McpServerConfig = serde_json::from_value(serde_json::json!({
+                "name": "x", "transport": s, "command": "c", "url": "http://h"
+            }))
+            .unwrap();
+            assert_eq!(cfg.transport, t);
+            assert_eq!(McpTransport::parse(s), Some(t));
+        }
+        assert!(serde_json::from_value::<McpServerConfig>(
+            serde_json::json!({"name":"x","transport":"ftp"})
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn names() {
+        for ok in ["demo", "a-b", "a_b", "A1", "x"] {
+            validate_server_name(ok).unwrap();
+        }
+        for bad in [
+            "",
+            "a__b",
+            "_a",
+            "a_",
+            "a b",
+            "a/b",
+            "é",
+            &"x".repeat(65),
+            "../x",
+            "a\0",
+        ] {
+            assert!(validate_server_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn validate_required_fields() {
+        let mut c = McpServerConfig::stdio("s", "", Vec::<String>::new());
+        assert!(c.validate().is_err());
+        c.command = Some("python3".into());
+        c.validate().unwrap();
+        let mut h = McpServerConfig::http("h", "ftp://x");
+        assert!(h.validate().is_err());
+        h.url = None;
+        assert!(h.validate().is_err());
+        h.url = Some("https://example.test/mcp".into());
+        h.validate().unwrap();
+    }
+
+    #[test]
+    fn debug_redacts_secrets() {
+        let c = McpServerConfig::http("h", "https://x")
+            .with_api_key("sk-SECRET-1")
+            .with_env("TOKEN", "hunter2");
+        let d = format!("{c:?}");
+        assert!(!d.contains("SECRET") && !d.contains("hunter2"), "{d}");
+        assert!(d.contains("TOKEN"));
+    }
+
+    #[test]
+    fn missing_variable_is_an_error() {
+        let c = McpServerConfig::stdio("s", "c", Vec::<String>::new())
+            .with_env("K", "${SKALD_TEST_SURELY_UNSET_VAR}");
+        let e = c.resolved_env().unwrap_err().to_string();
+        assert!(
+            e.contains("SKALD_TEST_SURELY_UNSET_VAR") && e.contains("env K"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! The one error type of the crate.
+//!
+//! Every variant names the server it concerns and, where there is one, the
+//! request (`method`) that failed, so an error read in a log is actionable on
+//! its own. No variant ever carries a secret: configuration values such as
+//! `api_key` and `env` are never copied into an error.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A convenient alias for results of this crate.
+pub type Result<T, E = McpError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when talking to an MCP server.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The server configuration is invalid (missing field, bad name,
+    /// a `${VAR}` that is not set, …).
+    Config {
+        /// The server the configuration is for.
+        server: String,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// The server process could not be spawned.
+    Spawn {
+        /// The server name.
+        server: String,
+        /// The command that was to be run.
+        command: String,
+        /// The operating-system error.
+        source: io::Error,
+    },
+    /// The server did not answer `initialize` in time.
+    StartTimeout {
+        /// The server name.
+        server: String,
+        /// The start timeout that elapsed.
+        timeout: Duration,
+    },
+    /// A request got no response in time.
+    CallTimeout {
+        /// The server name.
+        server: String,
+        /// The request's method, e.g. `tools/call`.
+        method: String,
+        /// The timeout that elapsed.
+        timeout: Duration,
+    },
+    /// The connection is gone: the child exited, closed stdout, or was closed.
+    Disconnected {
+        /// The server name.
+        server: String,
+        /// The request that was in flight, if any.
+        method: Option<String>,
+        /// Why the connection ended (exit status, EOF, closed by the client, …).
+        reason: String,
+    },
+    /// The server answered with a JSON-RPC error object.
+    Rpc {
+        /// The server name.
+        server: String,
+        /// The request's method.
+        method: String,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The error message the server gave.
+        message: String,
+        /// The optional `data` member.
+        data: Option<Value>,
+    },
+    /// The server broke the protocol: a malformed message, a missing member,
+    /// a wrong type.
+    Protocol {
+        /// The server name.
+        server: String,
+        /// The request concerned, if the violation could be tied to one.
+        method: Option<String>,
+        /// What was wrong.
+        message: String,
+    },
+    /// A tool ran and reported failure (`isError: true`).
+    Tool {
+        /// The server name.
+        server: String,
+        /// The tool that failed.
+        tool: String,
+        /// The joined text content of the error result.
+        message: String,
+        /// The full `CallToolResult` as the server sent it.
+        result: Value,
+    },
+    /// The request was cancelled by the caller (through a
+    /// [`CancelToken`](crate::CancelToken)).
+    Cancelled {
+        /// The server name.
+        server: String,
+        /// The request's method.
+        method: String,
+        /// The reason given to the server.
+        reason: String,
+    },
+    /// A task-augmented call ended without a result.
+    Task {
+        /// The server name.
+        server: String,
+        /// The task id the server assigned.
+        task_id: String,
+        /// The terminal status (`failed`, `cancelled`, `input_required`) or
+        /// `deadline` when the poll deadline passed.
+        status: String,
+        /// The server's `statusMessage`, if any.
+        message: Option<String>,
+    },
+    /// A message was larger than the configured maximum.
+    MessageTooLarge {
+        /// The server name.
+        server: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The connection's outgoing queue stayed full (the server is not reading
+    /// its input) or too many requests are in flight.
+    Backpressure {
+        /// The server name.
+        server: String,
+        /// The request that could not be sent.
+        method: String,
+        /// Which bound was hit.
+        message: String,
+    },
+    /// An HTTP request failed or got a non-success status.
+    Http {
+        /// The server name.
+        server: String,
+        /// The request's method, if the failure concerns one.
+        method: Option<String>,
+        /// The HTTP status, when a response arrived.
+        status: Option<u16>,
+        /// What happened, with a short excerpt of the body.
+        message: String,
+    },
+    /// An I/O error outside a connection (files, store).
+    Io {
+        /// What was being done, e.g. `writing log file logs/mcp/x.log`.
+        context: String,
+        /// The operating-system error.
+        source: io::Error,
+    },
+    /// The SQLite store failed.
+    Store {
+        /// What was being done.
+        context: String,
+        /// The SQLite error, rendered.
+        message: String,
+    },
+}
+
+impl McpError {
+    /// The server this error concerns, when it concerns one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            McpError::Config { server, .. }
+            | McpError::Spawn { server, .. }
+            | McpError::StartTimeout { server, .. }
+            | McpError::CallTimeout { server, .. }
+            | McpError::Disconnected { server, .. }
+            | McpError::Rpc { server, .. }
+            | McpError::Protocol { server, .. }
+            | McpError::Tool { server, .. }
+            | McpError::Cancelled { server, .. }
+            | McpError::Task { server, .. }
+            | McpError::MessageTooLarge { server, .. }
+            | McpError::Backpressure { server, .. }
+            | McpError::Http { server, .. } => Some(server),
+            McpError::Io { .. } | McpError::Store { .. } => None,
+        }
+    }
+
+    /// True when the connection this error came from can no longer be used.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            McpError::Disconnected { .. }
+                | McpError::StartTimeout { .. }
+                | McpError::Spawn { .. }
+                | McpError::MessageTooLarge { .. }
+        )
+    }
+}
+
+fn req(method: &Option<String>) -> String {
+    match method {
+        Some(m) => format!(" during {m}"),
+        None => String::new(),
+    }
+}
+
+impl fmt::Display for McpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McpError::Config { server, message } => {
+                write!(f, "MCP server '{server}': invalid configuration: {message}")
+            }
+            McpError::Spawn {
+                server,
+                command,
+                source,
+            } => write!(
+                f,
+                "MCP server '{server}': failed to spawn '{command}': {source}"
+            ),
+            McpError::StartTimeout { server, timeout } => write!(
+                f,
+                "MCP server '{server}': no answer to initialize within {}",
+                fmt_duration(*timeout)
+            ),
+            McpError::CallTimeout {
+                server,
+                method,
+                timeout,
+            } => write!(
+                f,
+                "MCP server '{server}': {method} got no response within {}",
+                fmt_duration(*timeout)
+            ),
+            McpError::Disconnected {
+                server,
+                method,
+                reason,
+            } => write!(
+                f,
+                "MCP server '{server}': disconnected{}: {reason}",
+                req(method)
+            ),
+            McpError::Rpc {
+                server,
+                method,
+                code,
+                message,
+                ..
+            } => write!(
+                f,
+                "MCP server '{server}': {method} failed with JSON-RPC error {code}: {message}"
+            ),
+            McpError::Protocol {
+                server,
+                method,
+                message,
+            } => write!(
+                f,
+                "MCP server '{server}': protocol violation{}: {message}",
+                req(method)
+            ),
+            McpError::Tool {
+                server,
+                tool,
+                message,
+                ..
+            } => write!(
+                f,
+                "MCP server '{server}': tool '{tool}' reported an error: {message}"
+            ),
+            McpError::Cancelled {
+                server,
+                method,
+                reason,
+            } => write!(f, "MCP server '{server}': {method} cancelled: {reason}"),
+            McpError::Task {
+                server,
+                task_id,
+                status,
+                message,
+            } => {
+                write!(f, "MCP server '{server}': task {task_id} ended {status}")?;
+                if let Some(m) = message {
+                    write!(f, ": {m}")?;
+                }
+                Ok(())
+            }
+            McpError::MessageTooLarge { server, limit } => write!(
+                f,
+                "MCP server '{server}': message exceeds the {limit}-byte limit"
+            ),
+            McpError::Backpressure {
+                server,
+                method,
+                message,
+            } => write!(f, "MCP server '{server}': cannot send {method}: {message}"),
+            McpError::Http {
+                server,
+                method,
+                status,
+                message,
+            } => {
+                write!(f, "MCP server '{server}': HTTP")?;
+                if let Some(s) = status {
+                    write!(f, " {s}")?;
+                }
+                write!(f, "{}: {message}", req(method))
+            }
+            McpError::Io { context, source } => write!(f, "{context}: {source}"),
+            McpError::Store { context, message } => write!(f, "store: {context}: {message}"),
+        }
+    }
+}
+
+fn fmt_duration(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+impl std::error::Error for McpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            McpError::Spawn { source, .. } | McpError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

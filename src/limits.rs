@@ -1,0 +1,88 @@
+//! Every protocol constant, default timeout and resource bound, in one place.
+//!
+//! The values here are the *defaults*. Everything a user may reasonably want
+//! to change is also a field of [`ClientOptions`](crate::ClientOptions), which
+//! starts from these values.
+
+use std::time::Duration;
+
+/// The MCP revision this client speaks and advertises in `initialize`.
+///
+/// Both transports use this one constant, so they can never drift apart.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Protocol revisions a server may negotiate down to without a warning being
+/// escalated to an error. A server answering with any other version is still
+/// accepted (with a `warn!`), because refusing to talk is worse than talking
+/// to a server that is slightly off-spec.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The name this client reports as `clientInfo.name`.
+pub const CLIENT_NAME: &str = "skald-mcp";
+
+/// The version this client reports as `clientInfo.version`.
+pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How long a server has to answer `initialize` after it was spawned.
+pub const SERVER_START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a `tools/call` (or any other request) may wait for its response.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a client-initiated `ping` may wait for its response.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many `tools/list` pages are followed before the client gives up on a
+/// server that never clears `nextCursor`.
+pub const MAX_TOOL_PAGES: usize = 50;
+
+/// The largest JSON-RPC message accepted from a server, in bytes.
+///
+/// Large enough for real image and audio results (base64 inflates by 4/3);
+/// a line longer than this is refused without being buffered whole.
+pub const MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
+
+/// How many outgoing messages may wait for a stdio child to read its stdin.
+///
+/// When the queue is full a caller waits (backpressure) up to its own call
+/// timeout and then gets [`McpError::Backpressure`](crate::McpError::Backpressure);
+/// nothing is dropped silently.
+pub const WRITE_QUEUE_CAPACITY: usize = 1024;
+
+/// The most requests that may be in flight on one connection at once.
+pub const MAX_PENDING_REQUESTS: usize = 4096;
+
+/// How long the user has to answer an elicitation before the server is told
+/// `cancel`.
+pub const ELICITATION_DEADLINE: Duration = Duration::from_secs(5 * 60);
+
+/// The most server-initiated requests (elicitation, later sampling) handled
+/// at once per connection; more are answered with an error instead of
+/// spawning unbounded threads.
+pub const MAX_CONCURRENT_HANDLERS: usize = 8;
+
+/// How long `close()` waits for a stdio child to exit after its stdin is
+/// closed, and again after `SIGTERM`, before it sends `SIGKILL`.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+
+/// Shortest interval between two `tasks/get` polls, whatever the server asks.
+pub const TASK_POLL_MIN: Duration = Duration::from_millis(500);
+
+/// Longest interval between two `tasks/get` polls, whatever the server asks.
+pub const TASK_POLL_MAX: Duration = Duration::from_secs(30);
+
+/// How long a task is polled when the server gives it no `ttl`.
+pub const TASK_POLL_DEADLINE: Duration = Duration::from_secs(60 * 60);
+
+/// Stack size of the threads that only shovel bytes (stdin writer, stderr
+/// drain). Kept small so a host with a hundred servers stays light.
+pub const IO_THREAD_STACK: usize = 128 * 1024;
+
+/// Stack size of the stdout reader thread, which parses JSON.
+/// `serde_json` limits nesting depth to 128, so this is ample.
+pub const READER_THREAD_STACK: usize = 512 * 1024;
+
+/// Longest stderr line forwarded as one log line; the rest of a longer line
+/// is cut (with a marker) so a server cannot grow a log line without bound.
+pub const MAX_STDERR_LINE: usize = 16 * 1024;
