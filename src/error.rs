@@ -116,6 +116,14 @@ pub enum McpError {
         /// The server's `statusMessage`, if any.
         message: Option<String>,
     },
+    /// The caller passed something the request cannot carry (e.g. tool
+    /// arguments that are not a JSON object).
+    InvalidInput {
+        /// The server name.
+        server: String,
+        /// What was wrong.
+        message: String,
+    },
     /// A message was larger than the configured maximum.
     MessageTooLarge {
         /// The server name.
@@ -175,6 +183,7 @@ impl McpError {
             | McpError::Cancelled { server, .. }
             | McpError::Task { server, .. }
             | McpError::MessageTooLarge { server, .. }
+            | McpError::InvalidInput { server, .. }
             | McpError::Backpressure { server, .. }
             | McpError::Http { server, .. } => Some(server),
             McpError::Io { .. } | McpError::Store { .. } => None,
@@ -281,6 +290,9 @@ impl fmt::Display for McpError {
                     write!(f, ": {m}")?;
                 }
                 Ok(())
+            }
+            McpError::InvalidInput { server, message } => {
+                write!(f, "MCP server '{server}': invalid input: {message}")
             }
             McpError::MessageTooLarge { server, limit } => write!(
                 f,

@@ -1,0 +1,341 @@
+//! The transport-neutral client API: the [`McpServerClient`] trait, the
+//! options a connection is made with, and per-call options.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cancel::CancelToken;
+use crate::elicitation::ElicitationHandler;
+use crate::error::Result;
+use crate::limits;
+use crate::log::McpLogTx;
+use crate::notification::McpNotificationTx;
+use crate::result::McpCallResult;
+use crate::tool::McpTool;
+
+/// One `notifications/progress` update for a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far (increases with every update).
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// The server's message, if any.
+    pub message: Option<String>,
+}
+
+/// A progress callback; runs on the calling thread, between waits.
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// Options for one call. `Default` uses the connection's timeout, no
+/// cancellation token and no progress reporting.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Overrides the connection's call timeout for this call.
+    pub timeout: Option<Duration>,
+    /// Cancels the call when tripped from another thread.
+    pub cancel: Option<CancelToken>,
+    /// Receives progress updates. When set, the request carries a
+    /// `progressToken`. Task-mode calls also report each poll here, with the
+    /// task's `statusMessage` as the message.
+    pub on_progress: Option<ProgressFn>,
+    /// Whether each progress update restarts the timeout (for long calls
+    /// that report progress steadily).
+    pub progress_resets_timeout: bool,
+    /// The `ttl` requested for a task-mode call.
+    pub task_ttl: Option<Duration>,
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("cancel", &self.cancel)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("progress_resets_timeout", &self.progress_resets_timeout)
+            .field("task_ttl", &self.task_ttl)
+            .finish()
+    }
+}
+
+impl CallOptions {
+    /// Default options.
+    pub fn new() -> CallOptions {
+        CallOptions::default()
+    }
+
+    /// Sets the timeout for this call.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+
+    /// Attaches a cancellation token.
+    pub fn cancel_token(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Reports progress to `f`.
+    pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Reports progress on a channel (a full bounded channel drops nothing:
+    /// the call waits for room).
+    pub fn progress_channel(self, tx: crossbeam_channel::Sender<Progress>) -> Self {
+        self.on_progress(move |p| {
+            let _ = tx.send(p.clone());
+        })
+    }
+
+    /// Makes every progress update restart the timeout.
+    pub fn progress_resets_timeout(mut self, yes: bool) -> Self {
+        self.progress_resets_timeout = yes;
+        self
+    }
+
+    /// Requests a task `ttl` for task-mode calls.
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_ttl = Some(ttl);
+        self
+    }
+}
+
+/// How a connection behaves: timeouts, bounds, and where its notifications,
+/// log lines and server requests go. Starts from the constants in
+/// [`limits`](crate::limits).
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// Timeout of `initialize`.
+    pub start_timeout: Duration,
+    /// Default timeout of every other request.
+    pub call_timeout: Duration,
+    /// Timeout of `ping`.
+    pub ping_timeout: Duration,
+    /// Cap on `tools/list` pages.
+    pub max_tool_pages: usize,
+    /// Largest message accepted from the server, in bytes.
+    pub max_message_size: usize,
+    /// Capacity of the outgoing queue (stdio).
+    pub write_queue_capacity: usize,
+    /// Cap on requests in flight.
+    pub max_pending_requests: usize,
+    /// How long an elicitation handler may take.
+    pub elicitation_deadline: Duration,
+    /// Cap on server requests handled at once.
+    pub max_concurrent_handlers: usize,
+    /// Grace periods of `close()` (stdio): after closing stdin, after SIGTERM.
+    pub shutdown_grace: Duration,
+    /// Where notifications that the client does not consume itself go.
+    /// When `None`, they are logged at debug level and dropped.
+    pub notifications: Option<McpNotificationTx>,
+    /// Where stderr lines, log records and lifecycle lines go.
+    pub logs: Option<McpLogTx>,
+    /// Answers `elicitation/create`; the capability is advertised only when set.
+    pub elicitation: Option<Arc<dyn ElicitationHandler>>,
+    /// `clientInfo.name`.
+    pub client_name: String,
+    /// `clientInfo.version`.
+    pub client_version: String,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            start_timeout: limits::SERVER_START_TIMEOUT,
+            call_timeout: limits::CALL_TIMEOUT,
+            ping_timeout: limits::PING_TIMEOUT,
+            max_tool_pages: limits::MAX_TOOL_PAGES,
+            max_message_size: limits::MAX_MESSAGE_SIZE,
+            write_queue_capacity: limits::WRITE_QUEUE_CAPACITY,
+            max_pending_requests: limits::MAX_PENDING_REQUESTS,
+            elicitation_deadline: limits::ELICITATION_DEADLINE,
+            max_concurrent_handlers: limits::MAX_CONCURRENT_HANDLERS,
+            shutdown_grace: limits::SHUTDOWN_GRACE,
+            notifications: None,
+            logs: None,
+            elicitation: None,
+            client_name: limits::CLIENT_NAME.to_owned(),
+            client_version: limits::CLIENT_VERSION.to_owned(),
+        }
+    }
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("start_timeout", &self.start_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("ping_timeout", &self.ping_timeout)
+            .field("max_tool_pages", &self.max_tool_pages)
+            .field("max_message_size", &self.max_message_size)
+            .field("write_queue_capacity", &self.write_queue_capacity)
+            .field("max_pending_requests", &self.max_pending_requests)
+            .field("elicitation_deadline", &self.elicitation_deadline)
+            .field("max_concurrent_handlers", &self.max_concurrent_handlers)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("notifications", &self.notifications.is_some())
+            .field("logs", &self.logs.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .finish()
+    }
+}
+
+impl ClientOptions {
+    /// The defaults.
+    pub fn new() -> ClientOptions {
+        ClientOptions::default()
+    }
+
+    /// Sets the `initialize` timeout.
+    pub fn start_timeout(mut self, d: Duration) -> Self {
+        self.start_timeout = d;
+        self
+    }
+
+    /// Sets the default call timeout.
+    pub fn call_timeout(mut self, d: Duration) -> Self {
+        self.call_timeout = d;
+        self
+    }
+
+    /// Sends notifications to `tx`.
+    pub fn notifications(mut self, tx: McpNotificationTx) -> Self {
+        self.notifications = Some(tx);
+        self
+    }
+
+    /// Sends log lines to `tx`.
+    pub fn logs(mut self, tx: McpLogTx) -> Self {
+        self.logs = Some(tx);
+        self
+    }
+
+    /// Installs an elicitation handler (and advertises the capability).
+    pub fn elicitation_handler(mut self, h: impl ElicitationHandler + 'static) -> Self {
+        self.elicitation = Some(Arc::new(h));
+        self
+    }
+
+    /// Sets the largest accepted message size.
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
+    }
+
+    /// Sets the elicitation deadline.
+    pub fn elicitation_deadline(mut self, d: Duration) -> Self {
+        self.elicitation_deadline = d;
+        self
+    }
+}
+
+/// `serverInfo` / `clientInfo`: who is on the other end.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Implementation {
+    /// Programmatic name.
+    pub name: String,
+    /// Version string.
+    pub version: String,
+    /// Display title, if given.
+    pub title: Option<String>,
+}
+
+/// The capabilities a server declared in `initialize`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerCapabilities(pub Value);
+
+impl ServerCapabilities {
+    /// Whether the server declared capability `name` (`tools`, `resources`, …).
+    pub fn has(&self, name: &str) -> bool {
+        self.0.get(name).is_some_and(|v| !v.is_null())
+    }
+
+    /// Whether the server accepts task-augmented `tools/call`.
+    pub fn tasks_for_tool_calls(&self) -> bool {
+        self.0.pointer("/tasks/requests/tools/call").is_some()
+    }
+
+    /// Whether the server declared `listChanged` for `name`.
+    pub fn list_changed(&self, name: &str) -> bool {
+        self.0
+            .get(name)
+            .and_then(|c| c.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+}
+
+/// What `initialize` negotiated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InitializeInfo {
+    /// The protocol version the server chose.
+    pub protocol_version: String,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// The server's `serverInfo`.
+    pub server_info: Implementation,
+    /// The server's `instructions`, if any.
+    pub instructions: Option<String>,
+}
+
+/// A connection to one MCP server, whatever its transport.
+///
+/// Every method blocks the calling thread and is safe to call from many
+/// threads at once: requests are pipelined on the one connection and each
+/// response is routed to its caller by id.
+pub trait McpServerClient: Send + Sync {
+    /// The configured server name.
+    fn name(&self) -> &str;
+
+    /// Performs the `initialize` handshake if it has not been done, and
+    /// returns what was negotiated. Later calls return the cached result.
+    fn initialize(&self) -> Result<InitializeInfo>;
+
+    /// Lists every tool, following `nextCursor` up to the page cap.
+    fn list_tools(&self) -> Result<Vec<McpTool>>;
+
+    /// Calls a tool with the connection's default options.
+    fn call_tool(&self, name: &str, arguments: Value) -> Result<McpCallResult> {
+        self.call_tool_with(name, arguments, &CallOptions::default())
+    }
+
+    /// Calls a tool with per-call options (timeout, cancellation, progress).
+    /// A task-mode call is polled to completion before this returns.
+    fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<McpCallResult>;
+
+    /// Sends `ping` and waits for the answer (with the ping timeout).
+    fn ping(&self) -> Result<()>;
+
+    /// Sends any request and returns its `result`.
+    fn request(&self, method: &str, params: Option<Value>, options: &CallOptions) -> Result<Value>;
+
+    /// Sends a notification.
+    fn notify(&self, method: &str, params: Option<Value>) -> Result<()>;
+
+    /// Ends the connection: pending calls fail with `Disconnected`, a stdio
+    /// child is stopped and reaped. Idempotent.
+    fn close(&self) -> Result<()>;
+
+    /// Whether the connection is still usable.
+    fn is_connected(&self) -> bool;
+
+    /// The negotiated protocol version, after `initialize`.
+    fn protocol_version(&self) -> Option<String>;
+
+    /// The server's capabilities, after `initialize`.
+    fn server_capabilities(&self) -> Option<ServerCapabilities>;
+
+    /// The server's `serverInfo`, after `initialize`.
+    fn server_info(&self) -> Option<Implementation>;
+}

@@ -1,0 +1,379 @@
+//! JSON-RPC 2.0 framing: turning bytes from a server into typed messages and
+//! typed messages into bytes for a server.
+//!
+//! Decoding is strict about shape (a response must have exactly one of
+//! `result` and `error`; a method must be a string) but never panics: every
+//! malformed input becomes a [`FrameError`] that says what was wrong and, when
+//! it could be read, which request id it concerned, so the caller waiting on
+//! that id can be failed instead of left to time out.
+
+use std::fmt;
+
+use serde_json::{json, Map, Value};
+
+/// A JSON-RPC request id. This client only ever sends numbers; servers may
+/// use strings for their own requests.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    /// A numeric id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl RequestId {
+    fn from_value(v: &Value) -> Option<RequestId> {
+        match v {
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            Value::String(s) => Some(RequestId::String(s.clone())),
+            _ => None,
+        }
+    }
+
+    /// The id as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            RequestId::Number(n) => Value::from(*n),
+            RequestId::String(s) => Value::from(s.as_str()),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The `error` member of a JSON-RPC response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// The error code.
+    pub code: i64,
+    /// The message.
+    pub message: String,
+    /// Optional extra data.
+    pub data: Option<Value>,
+}
+
+/// Standard JSON-RPC error codes used by this client.
+pub mod codes {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The message is not a valid request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not offered.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// A message received from a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A request the server sends to the client (has `method` and `id`).
+    Request {
+        /// The server's id, to be echoed in the reply.
+        id: RequestId,
+        /// The method, e.g. `elicitation/create`.
+        method: String,
+        /// The params, `Value::Null` when absent.
+        params: Value,
+    },
+    /// A notification (has `method`, no `id`).
+    Notification {
+        /// The method.
+        method: String,
+        /// The params, `Value::Null` when absent.
+        params: Value,
+    },
+    /// A response to one of the client's requests.
+    Response {
+        /// The id of the request it answers.
+        id: RequestId,
+        /// `Ok(result)` or the server's error object.
+        outcome: Result<Value, RpcError>,
+    },
+}
+
+/// Why a message could not be decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameError {
+    /// The request id the message carried, when one could be read; the
+    /// pending call with that id should be failed with this error.
+    pub id: Option<RequestId>,
+    /// What was wrong.
+    pub message: String,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+fn frame_err(id: Option<RequestId>, message: impl Into<String>) -> FrameError {
+    FrameError {
+        id,
+        message: message.into(),
+    }
+}
+
+/// Decodes one frame: a JSON object, or (tolerated, for older servers) a
+/// JSON array of them.
+///
+/// ```
+/// use skald_mcp::jsonrpc::{decode, Incoming, RequestId};
+/// let msgs = decode(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
+/// assert!(matches!(&msgs[0], Incoming::Response { id: RequestId::Number(1), outcome: Ok(_) }));
+/// assert!(decode(b"not json").is_err());
+/// ```
+pub fn decode(bytes: &[u8]) -> Result<Vec<Incoming>, FrameError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        let what = if std::str::from_utf8(bytes).is_err() {
+            "invalid UTF-8"
+        } else {
+            "invalid JSON"
+        };
+        frame_err(None, format!("{what}: {e}"))
+    })?;
+    match value {
+        Value::Object(obj) => Ok(vec![decode_object(obj)?]),
+        Value::Array(items) if !items.is_empty() => items
+            .into_iter()
+            .map(|v| match v {
+                Value::Object(obj) => decode_object(obj),
+                _ => Err(frame_err(None, "batch element is not an object")),
+            })
+            .collect(),
+        Value::Array(_) => Err(frame_err(None, "empty batch")),
+        _ => Err(frame_err(None, "message is not a JSON object")),
+    }
+}
+
+/// Decodes one already-parsed JSON object.
+pub fn decode_object(mut obj: Map<String, Value>) -> Result<Incoming, FrameError> {
+    let id_value = obj.remove("id");
+    let id =
+        match &id_value {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(RequestId::from_value(v).ok_or_else(|| {
+                frame_err(None, format!("id must be a number or string, got {v}"))
+            })?),
+        };
+    if let Some(v) = obj.get("jsonrpc") {
+        if v != "2.0" {
+            return Err(frame_err(id, format!("jsonrpc must be \"2.0\", got {v}")));
+        }
+    }
+    match obj.remove("method") {
+        Some(Value::String(method)) => {
+            let params = obj.remove("params").unwrap_or(Value::Null);
+            if !(params.is_object() || params.is_array() || params.is_null()) {
+                return Err(frame_err(
+                    id,
+                    format!("params of {method} must be an object"),
+                ));
+            }
+            Ok(match id {
+                Some(id) => Incoming::Request { id, method, params },
+                None => Incoming::Notification { method, params },
+            })
+        }
+        Some(other) => Err(frame_err(
+            id,
+            format!("method must be a string, got {other}"),
+        )),
+        None => {
+            let Some(id) = id else {
+                return Err(frame_err(None, "message has neither method nor id"));
+            };
+            match (obj.remove("result"), obj.remove("error")) {
+                (Some(result), None) => Ok(Incoming::Response {
+                    id,
+                    outcome: Ok(result),
+                }),
+                (None, Some(err)) => {
+                    let e = parse_error_object(err).map_err(|m| frame_err(Some(id.clone()), m))?;
+                    Ok(Incoming::Response {
+                        id,
+                        outcome: Err(e),
+                    })
+                }
+                (Some(_), Some(_)) => {
+                    Err(frame_err(Some(id), "response has both result and error"))
+                }
+                (None, None) => Err(frame_err(Some(id), "response has neither result nor error")),
+            }
+        }
+    }
+}
+
+fn parse_error_object(err: Value) -> Result<RpcError, String> {
+    let Value::Object(mut e) = err else {
+        return Err("error member is not an object".into());
+    };
+    let code = e
+        .get("code")
+        .and_then(|c| c.as_i64().or_else(|| c.as_f64().map(|f| f as i64)))
+        .ok_or("error object has no integer code")?;
+    let message = match e.remove("message") {
+        Some(Value::String(s)) => s,
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    Ok(RpcError {
+        code,
+        message,
+        data: e.remove("data"),
+    })
+}
+
+/// Serialises `value` as one line (with the trailing `\n`).
+fn line(value: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec(value).expect("a serde_json::Value always serialises");
+    out.push(b'\n');
+    out
+}
+
+/// Encodes a request as one newline-terminated line.
+pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
+    line(&request_value(id, method, params))
+}
+
+/// A request as a JSON value.
+pub fn request_value(id: &RequestId, method: &str, params: Option<&Value>) -> Value {
+    let mut m = Map::with_capacity(4);
+    m.insert("jsonrpc".into(), Value::from("2.0"));
+    m.insert("id".into(), id.to_value());
+    m.insert("method".into(), Value::from(method));
+    if let Some(p) = params {
+        m.insert("params".into(), p.clone());
+    }
+    Value::Object(m)
+}
+
+/// A notification as a JSON value.
+pub fn notification_value(method: &str, params: Option<&Value>) -> Value {
+    let mut m = Map::with_capacity(3);
+    m.insert("jsonrpc".into(), Value::from("2.0"));
+    m.insert("method".into(), Value::from(method));
+    if let Some(p) = params {
+        m.insert("params".into(), p.clone());
+    }
+    Value::Object(m)
+}
+
+/// Encodes a notification as one newline-terminated line.
+pub fn encode_notification(method: &str, params: Option<&Value>) -> Vec<u8> {
+    line(&notification_value(method, params))
+}
+
+/// A successful reply to a server request, as a JSON value.
+pub fn result_value(id: &RequestId, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
+}
+
+/// An error reply to a server request, as a JSON value.
+pub fn error_value(id: &RequestId, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": code, "message": message}})
+}
+
+/// Encodes any JSON value as one line.
+pub fn encode_value(value: &Value) -> Vec<u8> {
+    line(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(s: &str) -> Result<Incoming, FrameError> {
+        decode(s.as_bytes()).map(|mut v| v.remove(0))
+    }
+
+    #[test]
+    fn kinds() {
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}"#)
+                .unwrap(),
+            Incoming::Request {
+                id: RequestId::String(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","method":"event/x"}"#).unwrap(),
+            Incoming::Notification {
+                params: Value::Null,
+                ..
+            }
+        ));
+        let Incoming::Response { outcome, .. } =
+            one(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope","data":[1]}}"#)
+                .unwrap()
+        else {
+            panic!()
+        };
+        let e = outcome.unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str(), e.data),
+            (-32601, "nope", Some(json!([1])))
+        );
+    }
+
+    #[test]
+    fn malformed() {
+        assert!(one("garbage").unwrap_err().message.contains("invalid JSON"));
+        assert!(decode(b"\xff\xfe").unwrap_err().message.contains("UTF-8"));
+        assert!(one("[1,2]").is_err());
+        assert!(one("[]").is_err());
+        assert!(one("42").is_err());
+        assert!(one(r#"{"jsonrpc":"2.0"}"#).is_err());
+        assert!(one(r#"{"id":{"a":1},"result":{}}"#).is_err());
+        let e = one(r#"{"jsonrpc":"2.0","id":7}"#).unwrap_err();
+        assert_eq!(e.id, Some(RequestId::Number(7)));
+        let e = one(r#"{"jsonrpc":"2.0","id":7,"result":1,"error":{"code":1}}"#).unwrap_err();
+        assert_eq!(e.id, Some(RequestId::Number(7)));
+        let e = one(r#"{"jsonrpc":"2.0","id":8,"error":"bad"}"#).unwrap_err();
+        assert_eq!(e.id, Some(RequestId::Number(8)));
+        assert!(one(r#"{"jsonrpc":"1.0","id":1,"result":{}}"#).is_err());
+        assert!(one(r#"{"jsonrpc":"2.0","method":5}"#).is_err());
+        assert!(one(r#"{"jsonrpc":"2.0","method":"m","params":"s"}"#).is_err());
+    }
+
+    #[test]
+    fn batch_tolerated() {
+        let v = decode(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"result":{}}]"#)
+            .unwrap();
+        assert_eq!(v.len(), 2);
+    }
+
+    #[test]
+    fn encode_roundtrip() {
+        let bytes = encode_request(
+            &RequestId::Number(5),
+            "tools/list",
+            Some(&json!({"cursor":"c"})),
+        );
+        assert_eq!(*bytes.last().unwrap(), b'\n');
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"c"}})
+        );
+        let n = encode_notification("notifications/initialized", None);
+        let v: Value = serde_json::from_slice(&n).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+        );
+    }
+}

@@ -1,0 +1,898 @@
+//! The transport-neutral half of a connection: request ids, the pending map,
+//! routing of every incoming message, the `initialize` handshake, tool
+//! listing and calling, and server-initiated requests.
+//!
+//! A transport owns the I/O and hands each incoming message to
+//! [`Peer::dispatch_bytes`]; the peer hands outgoing messages to the
+//! transport's [`Outbound`]. Callers block in [`Peer::request`] on a channel
+//! of their own, so any number of threads can have requests in flight on one
+//! connection and each response reaches exactly its caller.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{at, bounded, never, select, Sender};
+use parking_lot::{Mutex, RwLock};
+use serde_json::{json, Map, Value};
+
+use crate::cancel::{cancelled_notification, CancelToken, TIMEOUT_REASON};
+use crate::client::{
+    CallOptions, ClientOptions, Implementation, InitializeInfo, Progress, ServerCapabilities,
+};
+use crate::elicitation;
+use crate::error::{McpError, Result};
+use crate::jsonrpc::{self, codes, FrameError, Incoming, RequestId, RpcError};
+use crate::limits::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::log::{LogLevel, LogTag, McpLogLine};
+use crate::notification::McpNotification;
+use crate::result::{excerpt, extract_call_result, McpCallResult};
+use crate::task::drive_task;
+use crate::tool::{McpTool, TaskSupport};
+
+/// How many events (progress updates, re-arms, the reply) may queue for one
+/// waiting caller before the reader waits for the caller to take them.
+const CALL_EVENT_CAPACITY: usize = 64;
+
+/// How long the reader may wait to queue a reply to a server request.
+const REPLY_SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why an outgoing message could not be handed to the transport.
+#[derive(Debug)]
+pub(crate) enum SendFailure {
+    /// The queue stayed full until the deadline.
+    Full,
+    /// The transport is closed; the reason.
+    Closed(String),
+    /// The transport failed with a typed error (HTTP).
+    #[allow(dead_code)]
+    Error(McpError),
+}
+
+/// The sending half of a transport.
+pub(crate) trait Outbound: Send + Sync {
+    /// Queues `msg`, waiting for room until `deadline`.
+    fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure>;
+    /// Queues `msg` only if that does not wait (used from `Drop`).
+    fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure>;
+}
+
+/// What a waiting caller can be told.
+enum CallEvent {
+    Reply(std::result::Result<Value, RpcError>),
+    Progress(Progress),
+    /// Restart the timeout (an elicitation started or ended).
+    Rearm,
+    Failed(McpError),
+}
+
+struct Pending {
+    method: String,
+    tx: Sender<CallEvent>,
+}
+
+/// The transport-neutral state of one connection.
+pub(crate) struct Peer {
+    pub(crate) name: String,
+    pub(crate) opts: ClientOptions,
+    out: Box<dyn Outbound>,
+    client_capabilities: Value,
+    next_id: AtomicI64,
+    pending: Mutex<HashMap<i64, Pending>>,
+    dead: AtomicBool,
+    dead_reason: Mutex<Option<String>>,
+    init: RwLock<Option<InitializeInfo>>,
+    init_lock: Mutex<()>,
+    tools: RwLock<HashMap<String, TaskSupport>>,
+    /// Elicitations in flight: while any is, calls do not time out.
+    elicitations: AtomicUsize,
+    /// Server requests being handled on threads of their own.
+    handlers: AtomicUsize,
+    /// Ids of server requests in flight (removed on reply or on the server's
+    /// `notifications/cancelled`).
+    server_requests: Mutex<HashSet<RequestId>>,
+}
+
+/// Removes a pending entry when a call ends without its reply, and tells the
+/// server (for `tools/call`) with `notifications/cancelled`.
+struct PendingGuard<'a> {
+    peer: &'a Peer,
+    id: i64,
+    cancellable: bool,
+    armed: bool,
+}
+
+impl PendingGuard<'_> {
+    /// Abandons the call; returns false when the reply had already been
+    /// routed (it is then waiting in the caller's channel).
+    fn fire(&mut self, reason: &str) -> bool {
+        self.armed = false;
+        let removed = self.peer.pending.lock().remove(&self.id).is_some();
+        if removed && self.cancellable && !self.peer.dead.load(Ordering::Acquire) {
+            let params = cancelled_notification(&RequestId::Number(self.id), reason);
+            let msg = jsonrpc::notification_value("notifications/cancelled", Some(&params));
+            if let Err(e) = self.peer.out.try_send(&msg) {
+                ::log::debug!(target: "mcp_client", "[{}] could not send notifications/cancelled: {e:?}", self.peer.name);
+            }
+        }
+        removed
+    }
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.fire("abandoned by the client");
+        }
+    }
+}
+
+/// Releases a handler slot and the elicitation count when dropped.
+struct HandlerSlot {
+    peer: Arc<Peer>,
+    elicitation: bool,
+}
+
+impl Drop for HandlerSlot {
+    fn drop(&mut self) {
+        self.peer.handlers.fetch_sub(1, Ordering::AcqRel);
+        if self.elicitation {
+            self.peer.elicitations.fetch_sub(1, Ordering::AcqRel);
+            self.peer.rearm_all();
+        }
+    }
+}
+
+/// The capabilities this client declares: tasks awareness always, elicitation
+/// only when a handler is installed and the transport can carry the answer.
+pub(crate) fn client_capabilities(opts: &ClientOptions, can_answer_requests: bool) -> Value {
+    let mut caps = Map::new();
+    if can_answer_requests {
+        if let Some(h) = &opts.elicitation {
+            caps.insert(
+                "elicitation".into(),
+                if h.supports_url() {
+                    json!({"form": {}, "url": {}})
+                } else {
+                    json!({})
+                },
+            );
+        }
+    }
+    caps.insert("experimental".into(), json!({"tasks": {}}));
+    Value::Object(caps)
+}
+
+fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo> {
+    let protocol = |message: String| McpError::Protocol {
+        server: server.to_owned(),
+        method: Some("initialize".into()),
+        message,
+    };
+    let protocol_version = v
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| protocol(format!("result has no protocolVersion: {}", excerpt(v))))?
+        .to_owned();
+    let capabilities = match v.get("capabilities") {
+        Some(c @ Value::Object(_)) => c.clone(),
+        None | Some(Value::Null) => json!({}),
+        Some(other) => {
+            return Err(protocol(format!(
+                "capabilities is not an object: {}",
+                excerpt(other)
+            )))
+        }
+    };
+    let si = v.get("serverInfo").unwrap_or(&Value::Null);
+    let s = |k: &str| si.get(k).and_then(Value::as_str).map(str::to_owned);
+    Ok(InitializeInfo {
+        protocol_version,
+        capabilities: ServerCapabilities(capabilities),
+        server_info: Implementation {
+            name: s("name").unwrap_or_default(),
+            version: s("version").unwrap_or_default(),
+            title: s("title"),
+        },
+        instructions: v
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+impl Peer {
+    pub(crate) fn new(
+        name: String,
+        opts: ClientOptions,
+        out: Box<dyn Outbound>,
+        client_capabilities: Value,
+    ) -> Peer {
+        Peer {
+            name,
+            opts,
+            out,
+            client_capabilities,
+            next_id: AtomicI64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            dead: AtomicBool::new(false),
+            dead_reason: Mutex::new(None),
+            init: RwLock::new(None),
+            init_lock: Mutex::new(()),
+            tools: RwLock::new(HashMap::new()),
+            elicitations: AtomicUsize::new(0),
+            handlers: AtomicUsize::new(0),
+            server_requests: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Sends a log line to the log channel, if there is one.
+    pub(crate) fn log_line(&self, tag: LogTag, text: impl Into<String>) {
+        if let Some(tx) = &self.opts.logs {
+            let _ = tx.send(McpLogLine::now(self.name.clone(), tag, text));
+        }
+    }
+
+    /// A lifecycle line, also logged at info level.
+    pub(crate) fn lifecycle(&self, text: impl Into<String>) {
+        let text = text.into();
+        ::log::info!(target: "mcp_client", "[{}] {text}", self.name);
+        self.log_line(LogTag::Lifecycle, text);
+    }
+
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.dead.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn dead_reason(&self) -> String {
+        self.dead_reason
+            .lock()
+            .clone()
+            .unwrap_or_else(|| "connection closed".into())
+    }
+
+    fn disconnected(&self, method: &str) -> McpError {
+        McpError::Disconnected {
+            server: self.name.clone(),
+            method: Some(method.to_owned()),
+            reason: self.dead_reason(),
+        }
+    }
+
+    /// Marks the connection dead and fails every pending call at once.
+    /// Only the first reason is kept.
+    pub(crate) fn fail_all(&self, reason: &str) {
+        let drained: Vec<Pending> = {
+            let mut p = self.pending.lock();
+            if !self.dead.swap(true, Ordering::AcqRel) {
+                *self.dead_reason.lock() = Some(reason.to_owned());
+            }
+            p.drain().map(|(_, v)| v).collect()
+        };
+        let reason = self.dead_reason();
+        for p in drained {
+            let _ = p.tx.send(CallEvent::Failed(McpError::Disconnected {
+                server: self.name.clone(),
+                method: Some(p.method),
+                reason: reason.clone(),
+            }));
+        }
+    }
+
+    /// Fails every pending call with `make(method)` and marks the connection
+    /// dead (used for faults such as an oversized message).
+    pub(crate) fn fail_all_with(&self, reason: &str, make: impl Fn(&str) -> McpError) {
+        let drained: Vec<Pending> = {
+            let mut p = self.pending.lock();
+            if !self.dead.swap(true, Ordering::AcqRel) {
+                *self.dead_reason.lock() = Some(reason.to_owned());
+            }
+            p.drain().map(|(_, v)| v).collect()
+        };
+        for p in drained {
+            let _ = p.tx.send(CallEvent::Failed(make(&p.method)));
+        }
+    }
+
+    /// How many requests are waiting for a response.
+    pub(crate) fn pending_count(&self) -> usize {
+        self.pending.lock().len()
+    }
+
+    fn rearm_all(&self) {
+        let senders: Vec<Sender<CallEvent>> =
+            self.pending.lock().values().map(|p| p.tx.clone()).collect();
+        for tx in senders {
+            // A full channel already has events that wake the caller, which
+            // then re-reads the elicitation count.
+            let _ = tx.try_send(CallEvent::Rearm);
+        }
+    }
+
+    fn send_failure(&self, method: &str, f: SendFailure) -> McpError {
+        match f {
+            SendFailure::Full => McpError::Backpressure {
+                server: self.name.clone(),
+                method: method.to_owned(),
+                message: "the outgoing queue stayed full (the server is not reading its input)"
+                    .into(),
+            },
+            SendFailure::Closed(reason) => McpError::Disconnected {
+                server: self.name.clone(),
+                method: Some(method.to_owned()),
+                reason,
+            },
+            SendFailure::Error(e) => e,
+        }
+    }
+
+    // ---- requests -------------------------------------------------------
+
+    /// Sends a request and waits for its response, honouring the timeout,
+    /// the cancellation token and progress reporting of `opts`.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: &CallOptions,
+    ) -> Result<Value> {
+        if method != "initialize" && method != "ping" {
+            self.initialize()?;
+        }
+        self.request_raw(method, params, opts)
+    }
+
+    fn request_raw(
+        &self,
+        method: &str,
+        mut params: Option<Value>,
+        opts: &CallOptions,
+    ) -> Result<Value> {
+        let timeout = opts.timeout.unwrap_or(self.opts.call_timeout);
+        let cancellable = method == "tools/call";
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if opts.on_progress.is_some() {
+            let p = params.get_or_insert_with(|| json!({}));
+            let Some(obj) = p.as_object_mut() else {
+                return Err(McpError::InvalidInput {
+                    server: self.name.clone(),
+                    message: format!("params of {method} must be an object"),
+                });
+            };
+            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(m) = meta.as_object_mut() {
+                m.insert("progressToken".into(), Value::from(id));
+            }
+        }
+        let (tx, rx) = bounded(CALL_EVENT_CAPACITY);
+        {
+            let mut p = self.pending.lock();
+            if self.dead.load(Ordering::Acquire) {
+                drop(p);
+                return Err(self.disconnected(method));
+            }
+            if p.len() >= self.opts.max_pending_requests {
+                return Err(McpError::Backpressure {
+                    server: self.name.clone(),
+                    method: method.to_owned(),
+                    message: format!("{} requests already in flight", p.len()),
+                });
+            }
+            p.insert(
+                id,
+                Pending {
+                    method: method.to_owned(),
+                    tx,
+                },
+            );
+        }
+        let mut guard = PendingGuard {
+            peer: self,
+            id,
+            cancellable,
+            armed: true,
+        };
+        let start = Instant::now();
+        let msg = jsonrpc::request_value(&RequestId::Number(id), method, params.as_ref());
+        drop(params);
+        if let Err(f) = self.out.send(&msg, start + timeout) {
+            guard.armed = false;
+            self.pending.lock().remove(&id);
+            return Err(self.send_failure(method, f));
+        }
+        drop(msg);
+        let sub = opts.cancel.as_ref().map(CancelToken::subscribe);
+        let cancel_rx = sub.as_ref().map(|s| s.rx.clone()).unwrap_or_else(never);
+        let mut deadline = start + timeout;
+        let outcome = |ev: CallEvent, guard: &mut PendingGuard| -> Option<Result<Value>> {
+            match ev {
+                CallEvent::Reply(r) => {
+                    guard.armed = false;
+                    Some(r.map_err(|e| McpError::Rpc {
+                        server: self.name.clone(),
+                        method: method.to_owned(),
+                        code: e.code,
+                        message: e.message,
+                        data: e.data,
+                    }))
+                }
+                CallEvent::Failed(e) => {
+                    guard.armed = false;
+                    Some(Err(e))
+                }
+                _ => None,
+            }
+        };
+        loop {
+            let timer = if self.elicitations.load(Ordering::Acquire) > 0 {
+                never()
+            } else {
+                at(deadline)
+            };
+            select! {
+                recv(rx) -> ev => match ev {
+                    Ok(CallEvent::Progress(p)) => {
+                        if let Some(cb) = &opts.on_progress {
+                            cb(&p);
+                        }
+                        if opts.progress_resets_timeout {
+                            deadline = Instant::now() + timeout;
+                        }
+                    }
+                    Ok(CallEvent::Rearm) => deadline = Instant::now() + timeout,
+                    Ok(ev) => {
+                        if let Some(r) = outcome(ev, &mut guard) {
+                            return r;
+                        }
+                    }
+                    Err(_) => {
+                        guard.armed = false;
+                        return Err(self.disconnected(method));
+                    }
+                },
+                recv(cancel_rx) -> _ => {
+                    let reason = opts.cancel.as_ref().and_then(CancelToken::reason).unwrap_or_default();
+                    if guard.fire(&reason) {
+                        return Err(McpError::Cancelled {
+                            server: self.name.clone(),
+                            method: method.to_owned(),
+                            reason,
+                        });
+                    }
+                    // The reply won the race: it is in the channel.
+                    while let Ok(ev) = rx.recv() {
+                        if let Some(r) = outcome(ev, &mut guard) {
+                            return r;
+                        }
+                    }
+                    return Err(self.disconnected(method));
+                },
+                recv(timer) -> _ => {
+                    if self.elicitations.load(Ordering::Acquire) > 0 {
+                        continue;
+                    }
+                    if guard.fire(TIMEOUT_REASON) {
+                        return Err(McpError::CallTimeout {
+                            server: self.name.clone(),
+                            method: method.to_owned(),
+                            timeout,
+                        });
+                    }
+                    while let Ok(ev) = rx.recv() {
+                        if let Some(r) = outcome(ev, &mut guard) {
+                            return r;
+                        }
+                    }
+                    return Err(self.disconnected(method));
+                },
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub(crate) fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        if !self.is_alive() {
+            return Err(self.disconnected(method));
+        }
+        let msg = jsonrpc::notification_value(method, params.as_ref());
+        self.out
+            .send(&msg, Instant::now() + self.opts.call_timeout)
+            .map_err(|f| self.send_failure(method, f))
+    }
+
+    // ---- lifecycle --------------------------------------------------------
+
+    /// The `initialize` handshake, done once.
+    pub(crate) fn initialize(&self) -> Result<InitializeInfo> {
+        if let Some(i) = self.init.read().as_ref() {
+            return Ok(i.clone());
+        }
+        let _serial = self.init_lock.lock();
+        if let Some(i) = self.init.read().as_ref() {
+            return Ok(i.clone());
+        }
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": self.client_capabilities,
+            "clientInfo": {"name": self.opts.client_name, "version": self.opts.client_version},
+        });
+        let opts = CallOptions::default().timeout(self.opts.start_timeout);
+        let result = self
+            .request_raw("initialize", Some(params), &opts)
+            .map_err(|e| match e {
+                McpError::CallTimeout {
+                    server, timeout, ..
+                } => McpError::StartTimeout { server, timeout },
+                other => other,
+            })?;
+        let info = parse_initialize(&self.name, &result)?;
+        if info.protocol_version != PROTOCOL_VERSION {
+            let known = SUPPORTED_PROTOCOL_VERSIONS.contains(&info.protocol_version.as_str());
+            ::log::warn!(
+                target: "mcp_client",
+                "[{}] server negotiated protocol {} instead of {PROTOCOL_VERSION}{}; proceeding",
+                self.name,
+                info.protocol_version,
+                if known { "" } else { " (a version this client does not know)" }
+            );
+        }
+        self.notify("notifications/initialized", None)?;
+        *self.init.write() = Some(info.clone());
+        Ok(info)
+    }
+
+    /// Forgets the handshake so the next request performs it again (HTTP
+    /// session recovery).
+    #[allow(dead_code)]
+    pub(crate) fn reset_initialization(&self) {
+        *self.init.write() = None;
+    }
+
+    pub(crate) fn init_info(&self) -> Option<InitializeInfo> {
+        self.init.read().clone()
+    }
+
+    pub(crate) fn ping(&self) -> Result<()> {
+        let opts = CallOptions::default().timeout(self.opts.ping_timeout);
+        self.request_raw("ping", None, &opts).map(|_| ())
+    }
+
+    // ---- tools ------------------------------------------------------------
+
+    pub(crate) fn list_tools(&self) -> Result<Vec<McpTool>> {
+        let mut tools: Vec<McpTool> = Vec::new();
+        let mut names = HashSet::new();
+        let mut seen_cursors = HashSet::new();
+        let mut cursor: Option<String> = None;
+        let mut complete = false;
+        for _ in 0..self.opts.max_tool_pages.max(1) {
+            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
+            let r = self.request("tools/list", params, &CallOptions::default())?;
+            let arr =
+                r.get("tools")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| McpError::Protocol {
+                        server: self.name.clone(),
+                        method: Some("tools/list".into()),
+                        message: format!("result has no tools array: {}", excerpt(&r)),
+                    })?;
+            for t in arr {
+                match McpTool::from_json(t) {
+                    Ok(tool) => {
+                        if names.insert(tool.name.clone()) {
+                            tools.push(tool);
+                        } else {
+                            ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
+                        }
+                    }
+                    Err(m) => {
+                        ::log::warn!(target: "mcp_client", "[{}] skipping tool: {m}: {}", self.name, excerpt(t))
+                    }
+                }
+            }
+            match r.get("nextCursor").and_then(Value::as_str) {
+                Some(c) if !c.is_empty() => {
+                    if !seen_cursors.insert(c.to_owned()) {
+                        ::log::warn!(target: "mcp_client", "[{}] tools/list repeated cursor {c:?}; stopping", self.name);
+                        complete = true;
+                        break;
+                    }
+                    cursor = Some(c.to_owned());
+                }
+                _ => {
+                    complete = true;
+                    break;
+                }
+            }
+        }
+        if !complete {
+            ::log::warn!(
+                target: "mcp_client",
+                "[{}] tools/list still had a cursor after {} pages; the list may be truncated",
+                self.name,
+                self.opts.max_tool_pages
+            );
+        }
+        *self.tools.write() = tools
+            .iter()
+            .map(|t| (t.name.clone(), t.task_support))
+            .collect();
+        Ok(tools)
+    }
+
+    pub(crate) fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &CallOptions,
+    ) -> Result<McpCallResult> {
+        let arguments = match arguments {
+            Value::Null => json!({}),
+            v @ Value::Object(_) => v,
+            other => {
+                return Err(McpError::InvalidInput {
+                    server: self.name.clone(),
+                    message: format!(
+                        "arguments of tool '{name}' must be a JSON object, got {}",
+                        excerpt(&other)
+                    ),
+                })
+            }
+        };
+        let support = self.tools.read().get(name).copied().unwrap_or_default();
+        let mut params = json!({"name": name, "arguments": arguments});
+        if support.wants_task() {
+            params["task"] = match opts.task_ttl {
+                Some(ttl) => json!({"ttl": ttl.as_millis() as u64}),
+                None => json!({}),
+            };
+        }
+        let result = self.request("tools/call", Some(params), opts)?;
+        match extract_call_result(&self.name, name, &result)? {
+            McpCallResult::Task(task) => {
+                let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
+                drive_task(&req, &self.name, name, task, opts)
+            }
+            other => Ok(other),
+        }
+    }
+
+    // ---- incoming -----------------------------------------------------------
+
+    /// Decodes one frame and routes every message in it.
+    pub(crate) fn dispatch_bytes(self: &Arc<Self>, bytes: &[u8]) {
+        match jsonrpc::decode(bytes) {
+            Ok(msgs) => {
+                for m in msgs {
+                    self.dispatch(m);
+                }
+            }
+            Err(e) => self.malformed(bytes, e),
+        }
+    }
+
+    fn malformed(&self, bytes: &[u8], e: FrameError) {
+        if let Some(RequestId::Number(id)) = &e.id {
+            if let Some(p) = self.pending.lock().remove(id) {
+                let _ = p.tx.send(CallEvent::Failed(McpError::Protocol {
+                    server: self.name.clone(),
+                    method: Some(p.method),
+                    message: e.message.clone(),
+                }));
+                return;
+            }
+        }
+        let shown: String = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]).into_owned();
+        ::log::warn!(target: "mcp_client", "[{}] ignoring malformed message ({}): {shown:?}", self.name, e.message);
+        self.log_line(
+            LogTag::Lifecycle,
+            format!(
+                "ignored a malformed message of {} bytes: {}",
+                bytes.len(),
+                e.message
+            ),
+        );
+    }
+
+    /// Routes one decoded message.
+    pub(crate) fn dispatch(self: &Arc<Self>, msg: Incoming) {
+        match msg {
+            Incoming::Response { id, outcome } => self.route_response(id, outcome),
+            Incoming::Notification { method, params } => self.route_notification(method, params),
+            Incoming::Request { id, method, params } => {
+                self.handle_server_request(id, method, params)
+            }
+        }
+    }
+
+    fn route_response(&self, id: RequestId, outcome: std::result::Result<Value, RpcError>) {
+        let key = match &id {
+            RequestId::Number(n) => Some(*n),
+            RequestId::String(s) => s.parse::<i64>().ok(),
+        };
+        let entry = key.and_then(|k| self.pending.lock().remove(&k));
+        match entry {
+            Some(p) => {
+                let _ = p.tx.send(CallEvent::Reply(outcome));
+            }
+            None => ::log::debug!(
+                target: "mcp_client",
+                "[{}] response to unknown or already answered request {id} ignored",
+                self.name
+            ),
+        }
+    }
+
+    fn route_notification(&self, method: String, params: Value) {
+        match method.as_str() {
+            "notifications/progress" => {
+                let key = match params.get("progressToken") {
+                    Some(Value::Number(n)) => n.as_i64(),
+                    Some(Value::String(s)) => s.parse().ok(),
+                    _ => None,
+                };
+                let tx = key.and_then(|k| self.pending.lock().get(&k).map(|p| p.tx.clone()));
+                let Some(tx) = tx else {
+                    ::log::debug!(target: "mcp_client", "[{}] progress for an unknown token ignored", self.name);
+                    return;
+                };
+                let progress = Progress {
+                    progress: params
+                        .get("progress")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0),
+                    total: params.get("total").and_then(Value::as_f64),
+                    message: params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                };
+                let _ = tx.send(CallEvent::Progress(progress));
+            }
+            "notifications/message" => {
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .and_then(LogLevel::parse)
+                    .unwrap_or(LogLevel::Info);
+                let data = match params.get("data") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                };
+                let text = match params.get("logger").and_then(Value::as_str) {
+                    Some(l) => format!("{l}: {data}"),
+                    None => data,
+                };
+                ::log::debug!(target: "mcp_client", "[{}] [{level}] {text}", self.name);
+                self.log_line(LogTag::Level(level), text);
+            }
+            "notifications/cancelled" => {
+                if let Some(id) = params.get("requestId").and_then(|v| match v {
+                    Value::Number(n) => n.as_i64().map(RequestId::Number),
+                    Value::String(s) => Some(RequestId::String(s.clone())),
+                    _ => None,
+                }) {
+                    if self.server_requests.lock().remove(&id) {
+                        ::log::debug!(target: "mcp_client", "[{}] server cancelled its request {id}", self.name);
+                    }
+                }
+            }
+            _ => {
+                if method == "notifications/tools/list_changed" {
+                    self.tools.write().clear();
+                }
+                match &self.opts.notifications {
+                    Some(tx) => {
+                        let _ = tx.send(McpNotification {
+                            server: self.name.clone(),
+                            method,
+                            params,
+                        });
+                    }
+                    None => {
+                        ::log::debug!(target: "mcp_client", "[{}] notification {method} dropped (no channel)", self.name)
+                    }
+                }
+            }
+        }
+    }
+
+    fn reply(&self, id: &RequestId, outcome: std::result::Result<Value, (i64, String)>) {
+        let msg = match outcome {
+            Ok(v) => jsonrpc::result_value(id, v),
+            Err((code, m)) => jsonrpc::error_value(id, code, &m),
+        };
+        if let Err(e) = self.out.send(&msg, Instant::now() + REPLY_SEND_TIMEOUT) {
+            ::log::warn!(target: "mcp_client", "[{}] could not reply to server request {id}: {e:?}", self.name);
+        }
+    }
+
+    fn handle_server_request(self: &Arc<Self>, id: RequestId, method: String, params: Value) {
+        match method.as_str() {
+            "ping" => self.reply(&id, Ok(json!({}))),
+            "elicitation/create" if self.opts.elicitation.is_some() => {
+                self.spawn_elicitation(id, params)
+            }
+            _ => self.reply(
+                &id,
+                Err((
+                    codes::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                )),
+            ),
+        }
+    }
+
+    fn spawn_elicitation(self: &Arc<Self>, id: RequestId, params: Value) {
+        if self.handlers.fetch_add(1, Ordering::AcqRel) >= self.opts.max_concurrent_handlers {
+            self.handlers.fetch_sub(1, Ordering::AcqRel);
+            self.reply(
+                &id,
+                Err((
+                    codes::INTERNAL_ERROR,
+                    "too many server requests in flight".into(),
+                )),
+            );
+            return;
+        }
+        self.elicitations.fetch_add(1, Ordering::AcqRel);
+        self.rearm_all();
+        self.server_requests.lock().insert(id.clone());
+        let id_for_error = id.clone();
+        let slot = HandlerSlot {
+            peer: Arc::clone(self),
+            elicitation: true,
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp-{}-elicit", self.name))
+            .spawn(move || {
+                let peer = Arc::clone(&slot.peer);
+                let outcome = peer.run_elicitation(&params);
+                if peer.server_requests.lock().remove(&id) {
+                    peer.reply(&id, outcome);
+                }
+                drop(slot);
+            });
+        if let Err(e) = spawned {
+            // The closure (and the slot in it) was dropped: counters are restored.
+            self.server_requests.lock().remove(&id_for_error);
+            ::log::error!(target: "mcp_client", "[{}] cannot spawn elicitation thread: {e}", self.name);
+            self.reply(&id_for_error, Ok(json!({"action": "cancel"})));
+        }
+    }
+
+    fn run_elicitation(&self, params: &Value) -> std::result::Result<Value, (i64, String)> {
+        let deadline = Instant::now() + self.opts.elicitation_deadline;
+        let request = elicitation::parse_request(&self.name, params, deadline)
+            .map_err(|m| (codes::INVALID_PARAMS, m))?;
+        let handler = self
+            .opts
+            .elicitation
+            .clone()
+            .ok_or((codes::METHOD_NOT_FOUND, "no handler".to_string()))?;
+        let (tx, rx) = bounded(1);
+        let req = request.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp-{}-elicit-h", self.name))
+            .spawn(move || {
+                let answer = handler.elicit(&req);
+                let _ = tx.send(answer);
+            });
+        if spawned.is_err() {
+            return Ok(json!({"action": "cancel"}));
+        }
+        match rx.recv_deadline(deadline) {
+            Ok(answer) => Ok(answer.to_result(&request.form)),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                self.lifecycle("elicitation deadline passed; answered cancel");
+                Ok(json!({"action": "cancel"}))
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                ::log::warn!(target: "mcp_client", "[{}] elicitation handler panicked; answered cancel", self.name);
+                Ok(json!({"action": "cancel"}))
+            }
+        }
+    }
+}

@@ -1,0 +1,689 @@
+//! The stdio transport: a child process speaking newline-delimited JSON-RPC.
+//!
+//! Each server gets exactly three named threads:
+//!
+//! * `mcp-<name>-in` writes queued messages to the child's stdin. Callers
+//!   only ever push onto a bounded channel, so no caller blocks on a full
+//!   pipe; when the queue itself is full they wait up to their timeout and
+//!   then get [`McpError::Backpressure`].
+//! * `mcp-<name>-out` reads stdout line by line (bounded by
+//!   [`ClientOptions::max_message_size`]) and routes every message.
+//! * `mcp-<name>-err` drains stderr into `log::debug!` (target `mcp_client`)
+//!   and the log channel, so a chatty server can never fill its stderr pipe
+//!   and stall.
+//!
+//! The child runs in its own process group, so a terminal's Ctrl+C does not
+//! reach it, and so that closing or dropping the client can kill the whole
+//! group (grandchildren of `npx`/`uvx`-style wrappers included) and reap the
+//! child: no zombies, no orphans.
+
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{
+    bounded, Receiver, RecvTimeoutError, SendTimeoutError, Sender, TrySendError,
+};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::client::{
+    CallOptions, ClientOptions, Implementation, InitializeInfo, McpServerClient, ServerCapabilities,
+};
+use crate::config::{McpServerConfig, McpTransport};
+use crate::error::{McpError, Result};
+use crate::jsonrpc;
+use crate::limits::{IO_THREAD_STACK, MAX_STDERR_LINE, READER_THREAD_STACK};
+use crate::log::LogTag;
+use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
+use crate::result::McpCallResult;
+use crate::tool::McpTool;
+
+/// How long `Drop` and `close()` wait for the I/O threads to finish after
+/// the child is dead, before leaving them detached.
+const THREAD_JOIN_BOUND: Duration = Duration::from_secs(2);
+
+enum WriterMsg {
+    Line(Vec<u8>),
+    Close,
+}
+
+struct StdioOutbound {
+    tx: Sender<WriterMsg>,
+}
+
+impl Outbound for StdioOutbound {
+    fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        let line = jsonrpc::encode_value(msg);
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        match self.tx.send_timeout(WriterMsg::Line(line), timeout) {
+            Ok(()) => Ok(()),
+            Err(SendTimeoutError::Timeout(_)) => Err(SendFailure::Full),
+            Err(SendTimeoutError::Disconnected(_)) => {
+                Err(SendFailure::Closed("the stdin writer has stopped".into()))
+            }
+        }
+    }
+
+    fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure> {
+        match self
+            .tx
+            .try_send(WriterMsg::Line(jsonrpc::encode_value(msg)))
+        {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => Err(SendFailure::Full),
+            Err(TrySendError::Disconnected(_)) => {
+                Err(SendFailure::Closed("the stdin writer has stopped".into()))
+            }
+        }
+    }
+}
+
+/// A connection to an MCP server running as a child process.
+///
+/// ```no_run
+/// use skald_mcp::{ClientOptions, McpServer, McpServerClient, McpServerConfig};
+/// let cfg = McpServerConfig::stdio("demo", "python3", ["scripts/demo_mcp_server.py"]);
+/// let server = McpServer::connect(&cfg, ClientOptions::default())?;
+/// for tool in server.list_tools()? {
+///     println!("{}", tool.name);
+/// }
+/// let result = server.call_tool("echo", serde_json::json!({"text": "hi"}))?;
+/// println!("{}", result.to_text());
+/// server.close()?;
+/// # Ok::<(), skald_mcp::McpError>(())
+/// ```
+pub struct McpServer {
+    peer: Arc<Peer>,
+    writer: Sender<WriterMsg>,
+    child: Arc<Mutex<Option<Child>>>,
+    pid: u32,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Disconnected when the stdout reader has finished.
+    reader_done: Receiver<()>,
+    /// Disconnected when all three I/O threads have finished.
+    all_done: Receiver<()>,
+    closing: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.peer.name)
+            .field("pid", &self.pid)
+            .field("connected", &self.peer.is_alive())
+            .finish()
+    }
+}
+
+fn spawn_thread<F>(name: String, stack: usize, f: F) -> io::Result<JoinHandle<()>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(stack)
+        .spawn(f)
+}
+
+/// Signals the whole process group of `pid` (and `pid` itself, in case it
+/// left the group).
+fn signal_group(pid: u32, sig: libc::c_int) {
+    let pid = pid as libc::pid_t;
+    // SAFETY: plain syscalls on a pid we spawned and have not reaped yet
+    // (the caller reaps only after its last signal), so the pid and group
+    // id cannot have been reused.
+    unsafe {
+        libc::killpg(pid, sig);
+        libc::kill(pid, sig);
+    }
+}
+
+/// Outcome of reading one line.
+enum Line {
+    Complete,
+    Eof,
+    TooLong,
+}
+
+/// Reads up to `\n` into `buf` (without it). A line longer than `max` is not
+/// buffered: reading stops and `TooLong` is returned.
+fn read_line_limited<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<Line> {
+    buf.clear();
+    loop {
+        let available = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            });
+        }
+        match available.iter().position(|&b| b == b'\n') {
+            Some(pos) => {
+                if buf.len() + pos > max {
+                    return Ok(Line::TooLong);
+                }
+                buf.extend_from_slice(&available[..pos]);
+                r.consume(pos + 1);
+                return Ok(Line::Complete);
+            }
+            None => {
+                let n = available.len();
+                if buf.len() + n > max {
+                    return Ok(Line::TooLong);
+                }
+                buf.extend_from_slice(available);
+                r.consume(n);
+            }
+        }
+    }
+}
+
+/// Reads a stderr line, keeping at most `max` bytes and discarding the rest
+/// of a longer line. Returns `None` at EOF.
+fn read_stderr_line<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<bool>> {
+    buf.clear();
+    let mut truncated = false;
+    loop {
+        let available = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(if buf.is_empty() && !truncated {
+                None
+            } else {
+                Some(truncated)
+            });
+        }
+        let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(pos) => (&available[..pos], pos + 1, true),
+            None => (available, available.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        if chunk.len() > room {
+            truncated = true;
+        }
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        r.consume(consumed);
+        if done {
+            return Ok(Some(truncated));
+        }
+    }
+}
+
+impl McpServer {
+    /// Spawns the server and performs the `initialize` handshake, bounded by
+    /// [`ClientOptions::start_timeout`]. On failure the child is killed.
+    pub fn connect(config: &McpServerConfig, options: ClientOptions) -> Result<McpServer> {
+        let server = McpServer::spawn(config, options)?;
+        match server.peer.initialize() {
+            Ok(info) => {
+                server.peer.lifecycle(format!(
+                    "connected (pid {}, protocol {}, server {} {})",
+                    server.pid,
+                    info.protocol_version,
+                    info.server_info.name,
+                    info.server_info.version
+                ));
+                Ok(server)
+            }
+            Err(e) => {
+                server.peer.lifecycle(format!("failed to start: {e}"));
+                Err(e)
+            }
+        }
+    }
+
+    /// Spawns the server without the handshake; the first request performs
+    /// it (or call [`McpServerClient::initialize`]).
+    pub fn spawn(config: &McpServerConfig, options: ClientOptions) -> Result<McpServer> {
+        config.validate()?;
+        if config.transport != McpTransport::Stdio {
+            return Err(McpError::Config {
+                server: config.name.clone(),
+                message: format!("McpServer needs transport stdio, not {}", config.transport),
+            });
+        }
+        let name = config.name.clone();
+        let command = config.command.clone().unwrap_or_default();
+        let env = config.resolved_env()?;
+        let mut cmd = Command::new(&command);
+        cmd.args(&config.args)
+            .envs(&env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(dir) = &config.cwd {
+            cmd.current_dir(dir);
+        }
+        let mut child = cmd.spawn().map_err(|source| McpError::Spawn {
+            server: name.clone(),
+            command: command.clone(),
+            source,
+        })?;
+        let pid = child.id();
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = child.stdout.take().expect("stdout was piped");
+        let stderr = child.stderr.take().expect("stderr was piped");
+        let child = Arc::new(Mutex::new(Some(child)));
+
+        let (wtx, wrx) = bounded(options.write_queue_capacity.max(1));
+        let caps = client_capabilities(&options, true);
+        let peer = Arc::new(Peer::new(
+            name.clone(),
+            options,
+            Box::new(StdioOutbound { tx: wtx.clone() }),
+            caps,
+        ));
+        let closing = Arc::new(AtomicBool::new(false));
+        let (reader_done_tx, reader_done) = bounded::<()>(0);
+        let (all_done_tx, all_done) = bounded::<()>(0);
+
+        let kill_all = |child: &Arc<Mutex<Option<Child>>>| {
+            signal_group(pid, libc::SIGKILL);
+            if let Some(mut c) = child.lock().take() {
+                let _ = c.wait();
+            }
+        };
+
+        let mut threads = Vec::with_capacity(3);
+        let spawned = (|| -> io::Result<()> {
+            let weak = Arc::downgrade(&peer);
+            let done = all_done_tx.clone();
+            threads.push(spawn_thread(
+                format!("mcp-{name}-in"),
+                IO_THREAD_STACK,
+                move || {
+                    writer_loop(stdin, wrx, weak);
+                    drop(done);
+                },
+            )?);
+            let p = Arc::clone(&peer);
+            let done = all_done_tx.clone();
+            let c = Arc::clone(&child);
+            let cl = Arc::clone(&closing);
+            threads.push(spawn_thread(
+                format!("mcp-{name}-out"),
+                READER_THREAD_STACK,
+                move || {
+                    reader_loop(stdout, &p, &c, &cl, pid);
+                    drop(reader_done_tx);
+                    drop(done);
+                },
+            )?);
+            let p = Arc::clone(&peer);
+            let done = all_done_tx.clone();
+            threads.push(spawn_thread(
+                format!("mcp-{name}-err"),
+                IO_THREAD_STACK,
+                move || {
+                    stderr_loop(stderr, &p);
+                    drop(done);
+                },
+            )?);
+            Ok(())
+        })();
+        drop(all_done_tx);
+        if let Err(source) = spawned {
+            kill_all(&child);
+            return Err(McpError::Spawn {
+                server: name,
+                command,
+                source,
+            });
+        }
+        Ok(McpServer {
+            peer,
+            writer: wtx,
+            child,
+            pid,
+            threads: Mutex::new(threads),
+            reader_done,
+            all_done,
+            closing,
+        })
+    }
+
+    /// The child's process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// How many requests are waiting for a response.
+    pub fn pending_requests(&self) -> usize {
+        self.peer.pending_count()
+    }
+
+    /// Waits until the reader finished or the child exited, at most `d`.
+    fn wait_exit(&self, d: Duration) -> bool {
+        let deadline = Instant::now() + d;
+        loop {
+            if let Some(c) = self.child.lock().as_mut() {
+                if matches!(c.try_wait(), Ok(Some(_))) {
+                    return true;
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            let slice = (deadline - now).min(Duration::from_millis(10));
+            match self.reader_done.recv_timeout(slice) {
+                Err(RecvTimeoutError::Disconnected) => return true,
+                _ => continue,
+            }
+        }
+    }
+
+    fn reap_and_join(&self) {
+        signal_group(self.pid, libc::SIGKILL);
+        if let Some(mut c) = self.child.lock().take() {
+            let _ = c.wait();
+        }
+        match self.all_done.recv_timeout(THREAD_JOIN_BOUND) {
+            Err(RecvTimeoutError::Disconnected) => {
+                for t in self.threads.lock().drain(..) {
+                    let _ = t.join();
+                }
+            }
+            _ => {
+                ::log::warn!(
+                    target: "mcp_client",
+                    "[{}] I/O threads still running (a process outside the group holds the pipes); detaching them",
+                    self.peer.name
+                );
+                self.threads.lock().clear();
+            }
+        }
+    }
+
+    /// Stops the child gracefully: closes stdin, waits for it to exit, then
+    /// `SIGTERM`, then `SIGKILL` to the whole group, each after
+    /// [`ClientOptions::shutdown_grace`]; reaps it and joins the threads.
+    fn shutdown(&self) {
+        if self.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.peer.fail_all("closed by the client");
+        let grace = self.peer.opts.shutdown_grace;
+        let _ = self.writer.send_timeout(WriterMsg::Close, grace);
+        if !self.wait_exit(grace) {
+            signal_group(self.pid, libc::SIGTERM);
+            self.wait_exit(grace);
+        }
+        self.reap_and_join();
+        self.peer.lifecycle("closed");
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        if self.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Dropping is the fast path: no grace, the group is killed at once.
+        self.peer.fail_all("the client was dropped");
+        let _ = self.writer.try_send(WriterMsg::Close);
+        self.reap_and_join();
+    }
+}
+
+fn writer_loop(stdin: ChildStdin, rx: Receiver<WriterMsg>, peer: Weak<Peer>) {
+    let mut w = BufWriter::with_capacity(64 * 1024, stdin);
+    let fail = |e: io::Error| {
+        if let Some(p) = peer.upgrade() {
+            p.fail_all(&format!("writing to the server's stdin failed: {e}"));
+        }
+    };
+    while let Ok(msg) = rx.recv() {
+        let mut msg = msg;
+        loop {
+            match msg {
+                WriterMsg::Line(bytes) => {
+                    if let Err(e) = w.write_all(&bytes) {
+                        fail(e);
+                        return;
+                    }
+                }
+                WriterMsg::Close => {
+                    let _ = w.flush();
+                    return;
+                }
+            }
+            // Coalesce whatever else is queued into the same write.
+            match rx.try_recv() {
+                Ok(m) => msg = m,
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = w.flush() {
+            fail(e);
+            return;
+        }
+    }
+}
+
+fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
+    // The child closes stdout a moment before it is reaped; look briefly.
+    let deadline = Instant::now() + Duration::from_millis(50);
+    loop {
+        {
+            let mut g = child.lock();
+            match g.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(status))) => return Some(status.to_string()),
+                Some(Ok(None)) => {}
+                _ => return None,
+            }
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn reader_loop(
+    stdout: ChildStdout,
+    peer: &Arc<Peer>,
+    child: &Arc<Mutex<Option<Child>>>,
+    closing: &AtomicBool,
+    pid: u32,
+) {
+    let mut r = BufReader::with_capacity(64 * 1024, stdout);
+    let mut buf = Vec::with_capacity(4096);
+    let max = peer.opts.max_message_size;
+    let reason = loop {
+        match read_line_limited(&mut r, &mut buf, max) {
+            Ok(Line::Complete) => {
+                let line = match buf.last() {
+                    Some(b'\r') => &buf[..buf.len() - 1],
+                    _ => &buf[..],
+                };
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                peer.dispatch_bytes(line);
+                if buf.capacity() > 1024 * 1024 {
+                    buf = Vec::with_capacity(4096);
+                }
+            }
+            Ok(Line::Eof) => {
+                break match exit_description(child) {
+                    Some(status) => format!("the server exited ({status})"),
+                    None => "the server closed its stdout".to_owned(),
+                };
+            }
+            Ok(Line::TooLong) => {
+                let reason = format!("the server sent a message larger than {max} bytes");
+                let name = peer.name.clone();
+                peer.fail_all_with(&reason, |_| McpError::MessageTooLarge {
+                    server: name.clone(),
+                    limit: max,
+                });
+                peer.lifecycle(format!("disconnected: {reason}; killing it"));
+                signal_group(pid, libc::SIGKILL);
+                // Drain to EOF so the pipe does not block the dying group.
+                let _ = io::copy(&mut r, &mut io::sink());
+                return;
+            }
+            Err(e) => break format!("reading the server's stdout failed: {e}"),
+        }
+    };
+    peer.fail_all(&reason);
+    if !closing.load(Ordering::Acquire) {
+        peer.lifecycle(format!("disconnected: {reason}"));
+    }
+}
+
+fn stderr_loop(stderr: ChildStderr, peer: &Peer) {
+    let mut r = BufReader::with_capacity(16 * 1024, stderr);
+    let mut buf = Vec::with_capacity(512);
+    loop {
+        match read_stderr_line(&mut r, &mut buf, MAX_STDERR_LINE) {
+            Ok(Some(truncated)) => {
+                let mut line = String::from_utf8_lossy(&buf).into_owned();
+                if line.ends_with('\r') {
+                    line.pop();
+                }
+                if truncated {
+                    line.push_str(" […truncated]");
+                }
+                ::log::debug!(target: "mcp_client", "[{}] {line}", peer.name);
+                peer.log_line(LogTag::Stderr, line);
+            }
+            Ok(None) | Err(_) => return,
+        }
+    }
+}
+
+impl McpServerClient for McpServer {
+    fn name(&self) -> &str {
+        &self.peer.name
+    }
+
+    fn initialize(&self) -> Result<InitializeInfo> {
+        self.peer.initialize()
+    }
+
+    fn list_tools(&self) -> Result<Vec<McpTool>> {
+        self.peer.list_tools()
+    }
+
+    fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<McpCallResult> {
+        self.peer.call_tool(name, arguments, options)
+    }
+
+    fn ping(&self) -> Result<()> {
+        self.peer.ping()
+    }
+
+    fn request(&self, method: &str, params: Option<Value>, options: &CallOptions) -> Result<Value> {
+        self.peer.request(method, params, options)
+    }
+
+    fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        self.peer.notify(method, params)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.shutdown();
+        Ok(())
+    }
+
+    fn is_connected(&self) -> bool {
+        self.peer.is_alive()
+    }
+
+    fn protocol_version(&self) -> Option<String> {
+        self.peer.init_info().map(|i| i.protocol_version)
+    }
+
+    fn server_capabilities(&self) -> Option<ServerCapabilities> {
+        self.peer.init_info().map(|i| i.capabilities)
+    }
+
+    fn server_info(&self) -> Option<Implementation> {
+        self.peer.init_info().map(|i| i.server_info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limited_lines() {
+        let data = b"abc\r\n\nlong-line-here\ntail";
+        let mut r = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_line_limited(&mut r, &mut buf, 8).unwrap(),
+            Line::Complete
+        ));
+        assert_eq!(buf, b"abc\r");
+        assert!(matches!(
+            read_line_limited(&mut r, &mut buf, 8).unwrap(),
+            Line::Complete
+        ));
+        assert_eq!(buf, b"");
+        assert!(matches!(
+            read_line_limited(&mut r, &mut buf, 8).unwrap(),
+            Line::TooLong
+        ));
+    }
+
+    #[test]
+    fn final_line_without_newline() {
+        let mut r = BufReader::new(&b"x"[..]);
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_line_limited(&mut r, &mut buf, 8).unwrap(),
+            Line::Complete
+        ));
+        assert_eq!(buf, b"x");
+        assert!(matches!(
+            read_line_limited(&mut r, &mut buf, 8).unwrap(),
+            Line::Eof
+        ));
+    }
+
+    #[test]
+    fn stderr_truncation() {
+        let data = b"0123456789\nok\n";
+        let mut r = BufReader::with_capacity(3, &data[..]);
+        let mut buf = Vec::new();
+        assert_eq!(read_stderr_line(&mut r, &mut buf, 4).unwrap(), Some(true));
+        assert_eq!(buf, b"0123");
+        assert_eq!(read_stderr_line(&mut r, &mut buf, 4).unwrap(), Some(false));
+        assert_eq!(buf, b"ok");
+        assert_eq!(read_stderr_line(&mut r, &mut buf, 4).unwrap(), None);
+    }
+
+    #[allow(dead_code)]
+    fn assert_send_sync<T: Send + Sync>() {}
+    #[test]
+    fn server_is_send_sync() {
+        assert_send_sync::<McpServer>();
+    }
+}

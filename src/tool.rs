@@ -1,0 +1,183 @@
+//! Tool definitions as listed by `tools/list`.
+//!
+//! [`McpTool::from_json`] is the one place that maps the wire shape to the
+//! typed value; both transports use it.
+
+use serde_json::{json, Value};
+
+/// Whether a tool may or must be run as a task (`execution.taskSupport`,
+/// MCP 2025-11-25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TaskSupport {
+    /// The tool does not support tasks (the default when absent).
+    #[default]
+    Forbidden,
+    /// The tool may be run as a task.
+    Optional,
+    /// The tool must be run as a task.
+    Required,
+}
+
+impl TaskSupport {
+    /// Parses the wire value; unknown values are treated as `Forbidden`.
+    pub fn parse(s: &str) -> TaskSupport {
+        match s {
+            "optional" => TaskSupport::Optional,
+            "required" => TaskSupport::Required,
+            _ => TaskSupport::Forbidden,
+        }
+    }
+
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+
+    /// Whether a `tools/call` should carry the `task` field.
+    pub fn wants_task(self) -> bool {
+        !matches!(self, TaskSupport::Forbidden)
+    }
+}
+
+/// Behaviour hints a server gives about a tool (MCP 2025-06-18+). Hints are
+/// not guarantees: a client must not trust them from an untrusted server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolAnnotations {
+    /// A display title.
+    pub title: Option<String>,
+    /// The tool does not modify its environment.
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates.
+    pub destructive_hint: Option<bool>,
+    /// Calling it repeatedly with the same arguments has no additional effect.
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    fn from_json(v: &Value) -> ToolAnnotations {
+        let b = |k: &str| v.get(k).and_then(Value::as_bool);
+        ToolAnnotations {
+            title: v.get("title").and_then(Value::as_str).map(str::to_owned),
+            read_only_hint: b("readOnlyHint"),
+            destructive_hint: b("destructiveHint"),
+            idempotent_hint: b("idempotentHint"),
+            open_world_hint: b("openWorldHint"),
+        }
+    }
+
+    /// True when no hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == ToolAnnotations::default()
+    }
+}
+
+/// A tool a server offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// The tool's name, unique within its server.
+    pub name: String,
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments (an object schema).
+    pub input_schema: Value,
+    /// The JSON Schema of its `structuredContent`, when declared.
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    pub annotations: ToolAnnotations,
+    /// Whether it runs as a task.
+    pub task_support: TaskSupport,
+    /// The tool definition exactly as the server sent it.
+    pub raw: Value,
+}
+
+impl McpTool {
+    /// Maps one element of `tools/list`'s `tools` array.
+    ///
+    /// Returns a message naming the problem for a definition without a
+    /// string `name`; missing optional members take their defaults, and a
+    /// missing `inputSchema` becomes an empty object schema.
+    pub fn from_json(v: &Value) -> Result<McpTool, String> {
+        let name = v
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| "tool definition has no name".to_string())?;
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let input_schema = match v.get("inputSchema") {
+            Some(schema @ Value::Object(_)) => schema.clone(),
+            _ => json!({"type": "object"}),
+        };
+        Ok(McpTool {
+            name: name.to_owned(),
+            title: s("title"),
+            description: s("description"),
+            input_schema,
+            output_schema: v.get("outputSchema").filter(|s| s.is_object()).cloned(),
+            annotations: v
+                .get("annotations")
+                .map(ToolAnnotations::from_json)
+                .unwrap_or_default(),
+            task_support: v
+                .pointer("/execution/taskSupport")
+                .and_then(Value::as_str)
+                .map(TaskSupport::parse)
+                .unwrap_or_default(),
+            raw: v.clone(),
+        })
+    }
+
+    /// The name to display: `title`, then `annotations.title`, then `name`.
+    pub fn display_name(&self) -> &str {
+        self.title
+            .as_deref()
+            .or(self.annotations.title.as_deref())
+            .unwrap_or(&self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_tool() {
+        let t = McpTool::from_json(&json!({
+            "name": "job", "title": "Job", "description": "d",
+            "inputSchema": {"type":"object","properties":{"a":{"type":"number"}}},
+            "outputSchema": {"type":"object"},
+            "annotations": {"readOnlyHint": true, "title": "Ann"},
+            "execution": {"taskSupport": "required"}
+        }))
+        .unwrap();
+        assert_eq!(t.name, "job");
+        assert_eq!(t.display_name(), "Job");
+        assert_eq!(t.task_support, TaskSupport::Required);
+        assert_eq!(t.annotations.read_only_hint, Some(true));
+        assert!(t.output_schema.is_some());
+    }
+
+    #[test]
+    fn minimal_and_bad() {
+        let t = McpTool::from_json(&json!({"name": "x"})).unwrap();
+        assert_eq!(t.input_schema, json!({"type":"object"}));
+        assert_eq!(t.task_support, TaskSupport::Forbidden);
+        assert!(t.annotations.is_empty());
+        assert_eq!(t.display_name(), "x");
+        assert!(McpTool::from_json(&json!({"title": "no name"})).is_err());
+        assert!(McpTool::from_json(&json!({"name": 5})).is_err());
+        assert!(McpTool::from_json(&json!("str")).is_err());
+        let t = McpTool::from_json(
+            &json!({"name":"y","execution":{"taskSupport":"bogus"},"annotations":"x"}),
+        )
+        .unwrap();
+        assert_eq!(t.task_support, TaskSupport::Forbidden);
+    }
+}
