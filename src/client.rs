@@ -133,8 +133,16 @@ pub struct ClientOptions {
     pub shutdown_grace: Duration,
     /// Where notifications that the client does not consume itself go.
     /// When `None`, they are logged at debug level and dropped.
+    ///
+    /// As with [`logs`](Self::logs), a full bounded channel applies
+    /// backpressure: the stdout reader waits, so responses wait too. Drain it.
     pub notifications: Option<McpNotificationTx>,
     /// Where stderr lines, log records and lifecycle lines go.
+    ///
+    /// Lines are never dropped: when a bounded channel is full, the sender
+    /// waits. The channel must therefore be drained (the store thread does);
+    /// a bounded channel nobody reads stalls the server's stderr and the
+    /// threads that report lifecycle events.
     pub logs: Option<McpLogTx>,
     /// Answers `elicitation/create`; the capability is advertised only when set.
     pub elicitation: Option<Arc<dyn ElicitationHandler>>,

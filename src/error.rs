@@ -70,8 +70,8 @@ pub enum McpError {
         code: i64,
         /// The error message the server gave.
         message: String,
-        /// The optional `data` member.
-        data: Option<Value>,
+        /// The optional `data` member (boxed to keep the error small).
+        data: Option<Box<Value>>,
     },
     /// The server broke the protocol: a malformed message, a missing member,
     /// a wrong type.
@@ -91,8 +91,9 @@ pub enum McpError {
         tool: String,
         /// The joined text content of the error result.
         message: String,
-        /// The full `CallToolResult` as the server sent it.
-        result: Value,
+        /// The full `CallToolResult` as the server sent it (boxed to keep the
+        /// error small).
+        result: Box<Value>,
     },
     /// The request was cancelled by the caller (through a
     /// [`CancelToken`](crate::CancelToken)).
@@ -335,5 +336,17 @@ impl std::error::Error for McpError {
             McpError::Spawn { source, .. } | McpError::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stays_small() {
+        // Results are returned by value on every call: keep the error lean.
+        assert!(
+            std::mem::size_of::<super::McpError>() <= 96,
+            "{}",
+            std::mem::size_of::<super::McpError>()
+        );
     }
 }

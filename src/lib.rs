@@ -2,6 +2,33 @@
 //!
 //! A synchronous Model Context Protocol client: dedicated OS threads, blocking
 //! calls, crossbeam channels. No async runtime.
+//!
+//! ```no_run
+//! use serde_json::json;
+//! use skald_mcp::{ClientOptions, McpServer, McpServerClient, McpServerConfig};
+//!
+//! let cfg = McpServerConfig::stdio("demo", "python3", ["scripts/demo_mcp_server.py"]);
+//! let server = McpServer::connect(&cfg, ClientOptions::default())?;
+//! let tools = server.list_tools()?;
+//! let result = server.call_tool("echo", json!({"text": "hi"}))?;
+//! assert_eq!(result.to_text(), "hi");
+//! server.close()?;
+//! # Ok::<(), skald_mcp::McpError>(())
+//! ```
+//!
+//! The pieces, one module each:
+//!
+//! * [`jsonrpc`] — framing: bytes to typed messages and back.
+//! * [`stdio`] — [`McpServer`], a child process and its three I/O threads.
+//! * [`client`] — the [`McpServerClient`] trait, [`ClientOptions`], [`CallOptions`].
+//! * [`result`] — [`McpCallResult`] and media decoding.
+//! * [`tool`] — [`McpTool`].
+//! * [`task`] — task-mode calls, polled to completion.
+//! * [`cancel`] — [`CancelToken`] and the cancellation messages.
+//! * [`elicitation`] — [`ElicitationHandler`] and form parsing.
+//! * [`log`], [`notification`] — what a server emits besides responses.
+//! * [`limits`] — every default and bound, in one place.
+//! * [`error`] — [`McpError`].
 #![warn(missing_docs)]
 
 pub mod cancel;

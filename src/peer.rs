@@ -414,7 +414,7 @@ impl Peer {
                         method: method.to_owned(),
                         code: e.code,
                         message: e.message,
-                        data: e.data,
+                        data: e.data.map(Box::new),
                     }))
                 }
                 CallEvent::Failed(e) => {

@@ -263,7 +263,7 @@ pub fn extract_call_result(
             server: server.to_owned(),
             tool: tool.to_owned(),
             message: classified.text,
-            result: result.clone(),
+            result: Box::new(result.clone()),
         });
     }
     let structured = result

@@ -244,10 +244,8 @@ pub(crate) fn drive_task(
             drop(guard);
             return Err(cancelled(opts));
         }
-        let got = match request("tasks/get", json!({"taskId": task.task_id}), opts) {
-            Ok(v) => v,
-            Err(e) => return Err(e), // the guard cancels the task
-        };
+        // On error the guard cancels the task.
+        let got = request("tasks/get", json!({"taskId": task.task_id}), opts)?;
         polls += 1;
         current = CreateTaskResult::parse(&got).ok_or_else(|| McpError::Protocol {
             server: server.to_owned(),

@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""Dependency-free MCP demo server (stdio transport, MCP revision 2025-11-25).
+
+Usage: python3 scripts/demo_mcp_server.py
+
+Speaks newline-delimited JSON-RPC 2.0 on stdin/stdout; logs go to stderr.
+Prints "demo server ready" to stderr at startup and exits with status 0 when
+stdin reaches EOF.
+
+Environment:
+  DEMO_PROTOCOL_VERSION  force the protocolVersion answered to initialize
+                         (default: echo the client's version when it is one of
+                         2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, else
+                         answer 2025-11-25).
+
+Every tools/call runs on its own thread, so a slow tool never blocks other
+requests. tools/list is paginated (4 tools per page, opaque nextCursor).
+See the TOOLS table below for the tools and their results.
+"""
+
+import base64
+import json
+import os
+import struct
+import sys
+import threading
+import time
+import zlib
+
+SERVER_NAME = "demo"
+SERVER_VERSION = "1.0.0"
+LATEST_VERSION = "2025-11-25"
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+PAGE_SIZE = 4
+
+# JSON-RPC error codes
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+# --------------------------------------------------------------------------
+# Binary fixtures (built with the stdlib so they are real, valid files)
+# --------------------------------------------------------------------------
+
+def _png_1x1_red():
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit, RGB
+    raw = b"\x00" + b"\xff\x00\x00"  # filter byte 0 + one red pixel
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def _tiny_wav():
+    samples = struct.pack("<4h", 0, 1000, 0, -1000)  # 4 samples, 16-bit mono
+    rate, channels, bits = 8000, 1, 16
+    byte_rate = rate * channels * bits // 8
+    block_align = channels * bits // 8
+    header = (b"RIFF" + struct.pack("<I", 36 + len(samples)) + b"WAVE"
+              + b"fmt " + struct.pack("<IHHIIHH", 16, 1, channels, rate, byte_rate, block_align, bits)
+              + b"data" + struct.pack("<I", len(samples)))
+    assert len(header) == 44
+    return header + samples
+
+
+PNG_B64 = base64.b64encode(_png_1x1_red()).decode("ascii")
+WAV_B64 = base64.b64encode(_tiny_wav()).decode("ascii")
+BLOB_B64 = base64.b64encode(bytes(range(16))).decode("ascii")
+
+LOG_LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+# --------------------------------------------------------------------------
+# Transport helpers
+# --------------------------------------------------------------------------
+
+_out_lock = threading.Lock()
+_stdout_ok = True
+
+
+def log(msg):
+    try:
+        sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def send(obj):
+    """Write one JSON message as one line on stdout (thread-safe, flushed)."""
+    global _stdout_ok
+    data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    with _out_lock:
+        if not _stdout_ok:
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(1, view)
+                view = view[n:]
+        except OSError as e:
+            _stdout_ok = False
+            log(f"demo: stdout write failed: {e}")
+
+
+def send_result(req_id, result):
+    send({"jsonrpc": "2.0", "id": req_id, "result": result})
+
+
+def send_error(req_id, code, message, data=None):
+    err = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    send({"jsonrpc": "2.0", "id": req_id, "error": err})
+
+
+def send_notification(method, params=None):
+    msg = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    send(msg)
+
+
+def id_key(req_id):
+    # 1 and "1" are different JSON-RPC ids
+    return json.dumps(req_id)
+
+
+def negotiate_version(requested):
+    forced = os.environ.get("DEMO_PROTOCOL_VERSION")
+    if forced:
+        return forced
+    if requested in SUPPORTED_VERSIONS:
+        return requested
+    return LATEST_VERSION
+
+
+def text_result(text, is_error=False):
+    res = {"content": [{"type": "text", "text": text}]}
+    if is_error:
+        res["isError"] = True
+    return res
+
+
+# --------------------------------------------------------------------------
+# Server state
+# --------------------------------------------------------------------------
+
+_state_lock = threading.Lock()
+_received = []            # every parsed JSON message, in arrival order
+_inflight = {}            # id_key -> threading.Event (set when cancelled)
+_min_log_level = None     # set by logging/setLevel
+
+
+class ToolArgError(Exception):
+    pass
+
+
+def _num(args, name):
+    v = args.get(name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ToolArgError(f"argument '{name}' must be a number")
+    return v
+
+
+def _str(args, name, default=None):
+    v = args.get(name, default)
+    if not isinstance(v, str):
+        raise ToolArgError(f"argument '{name}' must be a string")
+    return v
+
+
+def _int(args, name):
+    v = args.get(name)
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        raise ToolArgError(f"argument '{name}' must be an integer")
+    return v
+
+
+# Each tool: fn(args, ctx) -> CallToolResult dict, or None for "send no response".
+class CallCtx:
+    def __init__(self, req_id, params, message, cancel_event):
+        self.req_id = req_id
+        self.params = params
+        self.message = message
+        self.cancelled = cancel_event
+
+
+def tool_echo(args, ctx):
+    return text_result(_str(args, "text"))
+
+
+def tool_add(args, ctx):
+    s = {"sum": _num(args, "a") + _num(args, "b")}
+    return {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s}
+
+
+def tool_image(args, ctx):
+    return {"content": [
+        {"type": "text", "text": "a 1x1 red pixel"},
+        {"type": "image", "mimeType": "image/png", "data": PNG_B64},
+    ]}
+
+
+def tool_audio(args, ctx):
+    return {"content": [{"type": "audio", "mimeType": "audio/wav", "data": WAV_B64}]}
+
+
+def tool_resource_link(args, ctx):
+    return {"content": [{"type": "resource_link", "uri": "file:///demo/readme.txt",
+                         "name": "readme.txt", "mimeType": "text/plain"}]}
+
+
+def tool_embedded_resource(args, ctx):
+    return {"content": [{"type": "resource", "resource": {
+        "uri": "demo://blob/1", "mimeType": "application/octet-stream", "blob": BLOB_B64}}]}
+
+
+def tool_fail(args, ctx):
+    return text_result("something went wrong", is_error=True)
+
+
+def tool_slow(args, ctx):
+    seconds = _num(args, "seconds")
+    if ctx.cancelled.wait(timeout=max(0.0, float(seconds))):
+        log(f"demo: slow call {ctx.req_id!r} cancelled")
+        return None
+    return text_result(f"done after {seconds}s")
+
+
+def tool_notify(args, ctx):
+    method = _str(args, "method", "event/demo")
+    params = args.get("params", {})
+    if not isinstance(params, dict):
+        raise ToolArgError("argument 'params' must be an object")
+    send({"jsonrpc": "2.0", "method": method, "params": params})
+    return text_result("notified")
+
+
+def tool_log(args, ctx):
+    level = _str(args, "level")
+    message = _str(args, "message")
+    log(message)
+    with _state_lock:
+        threshold = _min_log_level
+    suppressed = (threshold is not None and level in LOG_LEVELS
+                  and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold))
+    if not suppressed:
+        send_notification("notifications/message", {"level": level, "logger": "demo", "data": message})
+    return text_result("logged")
+
+
+def tool_stderr(args, ctx):
+    text = _str(args, "text")
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    return text_result("ok")
+
+
+def tool_progress(args, ctx):
+    steps = _int(args, "steps")
+    meta = ctx.params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if token is not None:
+        for i in range(1, steps + 1):
+            send_notification("notifications/progress", {
+                "progressToken": token, "progress": i, "total": steps, "message": f"step {i}"})
+    return text_result(f"progressed {steps}")
+
+
+def tool_received(args, ctx):
+    with _state_lock:
+        msgs = [m for m in _received if m is not ctx.message]
+    s = {"messages": msgs}
+    return {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s}
+
+
+def tool_pid(args, ctx):
+    return text_result(str(os.getpid()))
+
+
+def _schema(props=None, required=None):
+    s = {"type": "object", "properties": props or {}}
+    if required:
+        s["required"] = required
+    return s
+
+
+TOOLS = [
+    ({"name": "echo", "description": "Echo the given text back.",
+      "inputSchema": _schema({"text": {"type": "string"}}, ["text"])}, tool_echo),
+    ({"name": "add", "description": "Add two numbers.",
+      "inputSchema": _schema({"a": {"type": "number"}, "b": {"type": "number"}}, ["a", "b"]),
+      "outputSchema": _schema({"sum": {"type": "number"}}, ["sum"])}, tool_add),
+    ({"name": "image", "description": "Return a 1x1 red PNG.", "inputSchema": _schema()}, tool_image),
+    ({"name": "audio", "description": "Return a tiny WAV file.", "inputSchema": _schema()}, tool_audio),
+    ({"name": "resource_link", "description": "Return a resource link.", "inputSchema": _schema()},
+     tool_resource_link),
+    ({"name": "embedded_resource", "description": "Return an embedded binary resource.",
+      "inputSchema": _schema()}, tool_embedded_resource),
+    ({"name": "fail", "description": "Always returns isError=true.", "inputSchema": _schema()}, tool_fail),
+    ({"name": "slow", "description": "Sleep for the given number of seconds (cancellable).",
+      "inputSchema": _schema({"seconds": {"type": "number"}}, ["seconds"])}, tool_slow),
+    ({"name": "notify", "description": "Send an arbitrary notification, then return.",
+      "inputSchema": _schema({"method": {"type": "string"}, "params": {"type": "object"}})}, tool_notify),
+    ({"name": "log", "description": "Send a notifications/message log entry.",
+      "inputSchema": _schema({"level": {"type": "string", "enum": LOG_LEVELS},
+                              "message": {"type": "string"}}, ["level", "message"])}, tool_log),
+    ({"name": "stderr", "description": "Write text to stderr.",
+      "inputSchema": _schema({"text": {"type": "string"}}, ["text"])}, tool_stderr),
+    ({"name": "progress", "description": "Send progress notifications.",
+      "inputSchema": _schema({"steps": {"type": "integer"}}, ["steps"])}, tool_progress),
+    ({"name": "received", "description": "Return every message received so far.",
+      "inputSchema": _schema()}, tool_received),
+    ({"name": "pid", "description": "Return the server's process id.", "inputSchema": _schema()}, tool_pid),
+]
+TOOL_FNS = {t["name"]: fn for t, fn in TOOLS}
+TOOL_DEFS = [t for t, _ in TOOLS]
+
+
+def encode_cursor(offset):
+    return base64.urlsafe_b64encode(f"demo-offset:{offset}".encode()).decode()
+
+
+def decode_cursor(cursor):
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        prefix, _, num = text.partition(":")
+        if prefix != "demo-offset":
+            raise ValueError
+        offset = int(num)
+        if offset < 0 or offset > len(TOOL_DEFS):
+            raise ValueError
+        return offset
+    except Exception:
+        raise ValueError("invalid cursor")
+
+
+# --------------------------------------------------------------------------
+# Request handling
+# --------------------------------------------------------------------------
+
+def run_tool_call(req_id, params, message, cancel_event):
+    key = id_key(req_id)
+    try:
+        name = params.get("name")
+        args = params.get("arguments") or {}
+        fn = TOOL_FNS.get(name)
+        if fn is None:
+            result, error = None, (INVALID_PARAMS, f"unknown tool: {name}")
+        elif not isinstance(args, dict):
+            result, error = None, (INVALID_PARAMS, "arguments must be an object")
+        else:
+            try:
+                result, error = fn(args, CallCtx(req_id, params, message, cancel_event)), None
+            except ToolArgError as e:
+                result, error = text_result(f"invalid arguments: {e}", is_error=True), None
+            except Exception as e:  # tool crashed: report as tool error
+                log(f"demo: tool {name} raised {e!r}")
+                result, error = text_result(f"internal error: {e}", is_error=True), None
+            if result is None:
+                return  # cancelled: no response at all
+        if cancel_event.is_set():
+            log(f"demo: request {req_id!r} was cancelled; not responding")
+            return
+        if error is not None:
+            send_error(req_id, *error)
+        else:
+            send_result(req_id, result)
+    finally:
+        with _state_lock:
+            if _inflight.get(key) is cancel_event:
+                del _inflight[key]
+
+
+def handle_request(msg):
+    global _min_log_level
+    req_id = msg["id"]
+    method = msg["method"]
+    params = msg.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        send_error(req_id, INVALID_PARAMS, "params must be an object")
+        return
+
+    if method == "initialize":
+        send_result(req_id, {
+            "protocolVersion": negotiate_version(params.get("protocolVersion")),
+            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+            "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+        })
+    elif method == "ping":
+        send_result(req_id, {})
+    elif method == "tools/list":
+        cursor = params.get("cursor")
+        offset = 0
+        if cursor is not None:
+            if not isinstance(cursor, str):
+                send_error(req_id, INVALID_PARAMS, "invalid cursor")
+                return
+            try:
+                offset = decode_cursor(cursor)
+            except ValueError:
+                send_error(req_id, INVALID_PARAMS, "invalid cursor")
+                return
+        page = TOOL_DEFS[offset:offset + PAGE_SIZE]
+        result = {"tools": page}
+        if offset + PAGE_SIZE < len(TOOL_DEFS):
+            result["nextCursor"] = encode_cursor(offset + PAGE_SIZE)
+        send_result(req_id, result)
+    elif method == "logging/setLevel":
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            send_error(req_id, INVALID_PARAMS, f"invalid log level: {level}")
+            return
+        with _state_lock:
+            _min_log_level = level
+        send_result(req_id, {})
+    elif method == "tools/call":
+        if not isinstance(params.get("name"), str):
+            send_error(req_id, INVALID_PARAMS, "missing tool name")
+            return
+        ev = threading.Event()
+        with _state_lock:
+            _inflight[id_key(req_id)] = ev
+        threading.Thread(target=run_tool_call, args=(req_id, params, msg, ev), daemon=True).start()
+    else:
+        send_error(req_id, METHOD_NOT_FOUND, f"method not found: {method}")
+
+
+def handle_notification(msg):
+    method = msg["method"]
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    if method == "notifications/cancelled":
+        rid = params.get("requestId")
+        with _state_lock:
+            ev = _inflight.get(id_key(rid))
+        if ev is not None:
+            ev.set()
+    # notifications/initialized and anything unknown: ignore
+
+
+def handle_line(line):
+    try:
+        msg = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        log(f"demo: parse error: {e}")
+        send_error(None, PARSE_ERROR, "parse error")
+        return
+    if not isinstance(msg, dict):
+        send_error(None, INVALID_REQUEST, "invalid request: expected a JSON object")
+        return
+    with _state_lock:
+        _received.append(msg)
+    method = msg.get("method")
+    has_id = "id" in msg
+    if isinstance(method, str):
+        if has_id:
+            if not (isinstance(msg["id"], (str, int)) and not isinstance(msg["id"], bool)):
+                send_error(None, INVALID_REQUEST, "invalid request id")
+                return
+            try:
+                handle_request(msg)
+            except Exception as e:
+                log(f"demo: internal error handling {method}: {e!r}")
+                send_error(msg["id"], INTERNAL_ERROR, f"internal error: {e}")
+        else:
+            handle_notification(msg)
+    elif has_id and ("result" in msg or "error" in msg):
+        log("demo: ignoring unexpected response from client")
+    else:
+        send_error(msg.get("id"), INVALID_REQUEST, "invalid request")
+
+
+def main():
+    log("demo server ready")
+    stdin = sys.stdin.buffer
+    while True:
+        try:
+            line = stdin.readline()
+        except (OSError, ValueError):
+            break
+        if not line:
+            break
+        line = line.strip()
+        if not line:
+            continue
+        handle_line(line)
+    log("demo: stdin closed, exiting")
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+//! The stdio client against servers that misbehave: crashes, garbage,
+//! silence, oversized lines, a server that stops reading. Every test is
+//! bounded: the point is that the client never hangs.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+use skald_mcp::{McpError, McpServer, McpServerClient, McpServerConfig};
+
+#[test]
+fn crash_mid_call_fails_pending_call_at_once() {
+    let s = hostile(
+        "crash_mid_call",
+        test_options().call_timeout(Duration::from_secs(60)),
+    )
+    .unwrap();
+    let t = Instant::now();
+    match s.call_tool("echo", json!({"text": "x"})) {
+        Err(McpError::Disconnected { reason, method, .. }) => {
+            assert_eq!(method.as_deref(), Some("tools/call"));
+            assert!(
+                reason.contains("exit") || reason.contains("closed"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected Disconnected, got {other:?}"),
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "the caller waited for the timeout"
+    );
+    assert!(!s.is_connected());
+    // A dead connection fails fast; it is never reused.
+    let t = Instant::now();
+    assert!(matches!(
+        s.call_tool("echo", json!({})),
+        Err(McpError::Disconnected { .. })
+    ));
+    assert!(t.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn exit_during_initialize_is_an_error_with_the_status() {
+    match hostile("exit_during_init", test_options()) {
+        Err(McpError::Disconnected { reason, .. }) => assert!(reason.contains('4'), "{reason}"),
+        other => panic!("expected Disconnected, got {other:?}"),
+    }
+}
+
+#[test]
+fn silent_server_hits_the_start_timeout_and_is_killed() {
+    let opts = test_options().start_timeout(Duration::from_millis(500));
+    let s = McpServer::spawn(
+        &script_config("h", "hostile_mcp_server.py", &["no_init"]),
+        opts,
+    )
+    .unwrap();
+    let pid = s.pid();
+    match s.initialize() {
+        Err(McpError::StartTimeout { timeout, server }) => {
+            assert_eq!(timeout, Duration::from_millis(500));
+            assert_eq!(server, "h");
+        }
+        other => panic!("expected StartTimeout, got {other:?}"),
+    }
+    drop(s);
+    assert!(!alive(pid), "the child survived");
+    // connect() kills it by itself.
+    let opts = test_options().start_timeout(Duration::from_millis(300));
+    assert!(matches!(
+        hostile("no_init", opts),
+        Err(McpError::StartTimeout { .. })
+    ));
+}
+
+#[test]
+fn garbage_lines_are_ignored_and_duplicates_dropped() {
+    let s = hostile("garbage", test_options()).unwrap();
+    assert_eq!(s.list_tools().unwrap().len(), 1);
+    for i in 0..20 {
+        let want = format!("m{i}");
+        assert_eq!(
+            text(s.call_tool("echo", json!({"text": want})).unwrap()),
+            want
+        );
+    }
+    assert!(s.is_connected());
+    assert_eq!(s.pending_requests(), 0);
+}
+
+#[test]
+fn wrong_result_type_is_a_protocol_error() {
+    let s = hostile("wrong_types", test_options()).unwrap();
+    match s.call_tool("echo", json!({"text": "x"})) {
+        Err(McpError::Protocol {
+            method, message, ..
+        }) => {
+            assert_eq!(method.as_deref(), Some("tools/call"));
+            assert!(message.contains("not an object"), "{message}");
+        }
+        other => panic!("expected Protocol, got {other:?}"),
+    }
+    // The connection itself is still fine.
+    assert!(s.is_connected());
+    s.ping().unwrap();
+}
+
+#[test]
+fn closed_stdout_disconnects() {
+    let s = hostile("close_stdout", test_options()).unwrap();
+    let _ = s.list_tools();
+    let t = Instant::now();
+    assert!(matches!(
+        s.call_tool("echo", json!({})),
+        Err(McpError::Disconnected { .. })
+    ));
+    assert!(t.elapsed() < Duration::from_secs(10));
+    let pid = s.pid();
+    drop(s);
+    assert!(!alive(pid));
+}
+
+#[test]
+fn huge_line_is_refused_without_buffering_it() {
+    let cfg = script_config("huge", "hostile_mcp_server.py", &["huge_line"])
+        .with_env("HUGE_LINE_BYTES", "8000000");
+    let s = McpServer::connect(&cfg, test_options().max_message_size(1024 * 1024)).unwrap();
+    let pid = s.pid();
+    match s.call_tool("echo", json!({"text": "x"})) {
+        Err(McpError::MessageTooLarge { limit, .. }) => assert_eq!(limit, 1024 * 1024),
+        other => panic!("expected MessageTooLarge, got {other:?}"),
+    }
+    assert!(!s.is_connected());
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(pid)),
+        "the offending server was not killed"
+    );
+    // With a large enough limit the same line is a valid answer.
+    let s = McpServer::connect(&cfg, test_options()).unwrap();
+    let r = text(s.call_tool("echo", json!({"text": "x"})).unwrap());
+    assert!(r.len() > 7_000_000);
+}
+
+#[test]
+fn a_server_that_never_reads_gives_backpressure_not_a_hang() {
+    let mut opts = test_options().call_timeout(Duration::from_millis(400));
+    opts.write_queue_capacity = 2;
+    let s = hostile("no_read", opts).unwrap();
+    let big = "x".repeat(256 * 1024);
+    let t = Instant::now();
+    let mut saw_backpressure = false;
+    for _ in 0..8 {
+        match s.call_tool("echo", json!({"text": big})) {
+            Err(McpError::Backpressure { .. }) => saw_backpressure = true,
+            Err(McpError::CallTimeout { .. }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(saw_backpressure, "the bounded queue never filled");
+    assert!(t.elapsed() < Duration::from_secs(15));
+    let pid = s.pid();
+    drop(s);
+    assert!(!alive(pid));
+}
+
+#[test]
+fn stderr_flood_does_not_stall_the_server() {
+    let (ltx, lrx) = crossbeam_channel::bounded(16);
+    // Keep the log channel drained on another thread, as the store does; a
+    // bounded log channel nobody drains applies backpressure (documented).
+    let drain = std::thread::spawn(move || lrx.iter().take(2000).count());
+    let s = hostile("flood_stderr", test_options().logs(ltx)).unwrap();
+    for i in 0..50 {
+        let want = format!("{i}");
+        assert_eq!(
+            text(s.call_tool("echo", json!({"text": want})).unwrap()),
+            want
+        );
+    }
+    assert_eq!(drain.join().unwrap(), 2000);
+    // With no one reading the log lines, stderr is still drained (to log::debug).
+    let s = hostile("flood_stderr", test_options()).unwrap();
+    for _ in 0..20 {
+        s.call_tool("echo", json!({"text": "y"})).unwrap();
+    }
+}
+
+#[test]
+fn one_slow_call_does_not_block_the_others() {
+    let s = std::sync::Arc::new(
+        hostile(
+            "slow_one",
+            test_options().call_timeout(Duration::from_secs(600)),
+        )
+        .unwrap(),
+    );
+    let token = skald_mcp::CancelToken::new();
+    let slow = {
+        let s = s.clone();
+        let opts = skald_mcp::CallOptions::new().cancel_token(token.clone());
+        std::thread::spawn(move || s.call_tool_with("echo", json!({"slow": true}), &opts))
+    };
+    for i in 0..20 {
+        let want = format!("fast {i}");
+        assert_eq!(
+            text(s.call_tool("echo", json!({"text": want})).unwrap()),
+            want
+        );
+    }
+    token.cancel_with("test done");
+    assert!(matches!(
+        slow.join().unwrap(),
+        Err(McpError::Cancelled { .. })
+    ));
+}
+
+#[test]
+fn spawn_failure_names_the_command() {
+    let cfg = McpServerConfig::stdio("nope", "/definitely/not/a/binary", Vec::<String>::new());
+    match McpServer::connect(&cfg, test_options()) {
+        Err(e @ McpError::Spawn { .. }) => {
+            let m = e.to_string();
+            assert!(
+                m.contains("nope") && m.contains("/definitely/not/a/binary"),
+                "{m}"
+            );
+        }
+        other => panic!("expected Spawn, got {other:?}"),
+    }
+}
+
+#[test]
+fn unhandled_server_requests_get_method_not_found() {
+    // No elicitation handler: the server's elicitation/create gets -32601.
+    let s = McpServer::connect(
+        &script_config("e", "elicitation_demo_mcp.py", &[]),
+        test_options(),
+    )
+    .unwrap();
+    let r = text(s.call_tool("confirm", json!({})).unwrap());
+    assert!(
+        r.starts_with("error: ") && r.contains("method not found"),
+        "{r}"
+    );
+    let reply = text(s.call_tool("last_elicitation_reply", json!({})).unwrap());
+    assert!(reply.contains("-32601"), "{reply}");
+}

@@ -1,0 +1,92 @@
+//! No orphans: closing or dropping a client kills the server's whole process
+//! group and reaps the child, including servers that ignore SIGTERM and ones
+//! that spawned grandchildren.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+use skald_mcp::{McpServer, McpServerClient};
+
+fn pids(s: &McpServer) -> (u32, u32) {
+    let t = text(s.call_tool("pids", json!({})).unwrap());
+    let v: Value = serde_json::from_str(&t).unwrap();
+    (
+        v["self"].as_u64().unwrap() as u32,
+        v["grandchild"].as_u64().unwrap() as u32,
+    )
+}
+
+#[test]
+fn close_reaps_a_cooperative_server() {
+    let s = demo(test_options());
+    let pid = s.pid();
+    assert!(alive(pid));
+    s.close().unwrap();
+    // Reaped synchronously: not even a zombie is left.
+    assert_eq!(proc_state(pid), None, "child not reaped");
+    s.close().unwrap(); // idempotent
+    assert!(!s.is_connected());
+}
+
+#[test]
+fn drop_reaps_a_cooperative_server() {
+    let s = demo(test_options());
+    let pid = s.pid();
+    drop(s);
+    assert_eq!(proc_state(pid), None);
+}
+
+#[test]
+fn close_kills_a_server_that_ignores_sigterm() {
+    let s = hostile("ignore_sigterm", test_options()).unwrap();
+    let pid = s.pid();
+    s.close().unwrap();
+    assert_eq!(proc_state(pid), None);
+    assert!(group_members(pid).is_empty());
+}
+
+#[test]
+fn drop_kills_grandchildren_too() {
+    let s = hostile("grandchild", test_options()).unwrap();
+    let (me, grandchild) = pids(&s);
+    assert_eq!(me, s.pid());
+    assert!(alive(grandchild));
+    drop(s);
+    assert_eq!(proc_state(me), None);
+    // The grandchild was SIGKILLed with the group; init reaps it.
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(grandchild)),
+        "grandchild survived"
+    );
+    assert!(group_members(me).is_empty());
+}
+
+#[test]
+fn close_kills_grandchildren_too() {
+    let s = hostile("grandchild", test_options()).unwrap();
+    let (me, grandchild) = pids(&s);
+    s.close().unwrap();
+    assert_eq!(proc_state(me), None);
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(grandchild)),
+        "grandchild survived"
+    );
+}
+
+#[test]
+fn threads_are_joined() {
+    fn thread_count() -> usize {
+        std::fs::read_dir("/proc/self/task").unwrap().count()
+    }
+    // Warm up anything lazily started, then measure around many servers.
+    drop(demo(test_options()));
+    let before = thread_count();
+    let servers: Vec<_> = (0..4).map(|_| demo(test_options())).collect();
+    assert!(thread_count() >= before + 12, "three threads per server");
+    drop(servers);
+    // Other tests in this binary run in parallel, so allow for theirs.
+    assert!(eventually(Duration::from_secs(5), || thread_count() <= before + 6));
+}
