@@ -269,10 +269,15 @@ def tool_stderr(args, ctx):
 
 def tool_progress(args, ctx):
     steps = _int(args, "steps")
+    interval = args.get("interval", 0)
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval < 0:
+        raise ToolArgError("argument 'interval' must be a non-negative number")
     meta = ctx.params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
-    if token is not None:
-        for i in range(1, steps + 1):
+    for i in range(1, steps + 1):
+        if interval and ctx.cancelled.wait(interval):
+            return None  # cancelled: no response
+        if token is not None:
             send_notification("notifications/progress", {
                 "progressToken": token, "progress": i, "total": steps, "message": f"step {i}"})
     return text_result(f"progressed {steps}")
@@ -287,6 +292,26 @@ def tool_received(args, ctx):
 
 def tool_pid(args, ctx):
     return text_result(str(os.getpid()))
+
+
+_client_waits = {}  # request id -> [threading.Event, response or None]
+_client_seq = [0]
+
+
+def tool_ping_client(args, ctx):
+    """Send a server->client `ping` and report the client's answer."""
+    with _state_lock:
+        _client_seq[0] += 1
+        rid = f"ping-{_client_seq[0]}"
+        slot = [threading.Event(), None]
+        _client_waits[rid] = slot
+    send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+    if not slot[0].wait(5):
+        return text_result("no answer")
+    resp = slot[1]
+    if "error" in resp:
+        return text_result("error: " + json.dumps(resp["error"]))
+    return text_result("pong: " + json.dumps(resp.get("result")))
 
 
 def _schema(props=None, required=None):
@@ -318,11 +343,14 @@ TOOLS = [
                               "message": {"type": "string"}}, ["level", "message"])}, tool_log),
     ({"name": "stderr", "description": "Write text to stderr.",
       "inputSchema": _schema({"text": {"type": "string"}}, ["text"])}, tool_stderr),
-    ({"name": "progress", "description": "Send progress notifications.",
-      "inputSchema": _schema({"steps": {"type": "integer"}}, ["steps"])}, tool_progress),
+    ({"name": "progress", "description": "Send progress notifications, `interval` seconds apart.",
+      "inputSchema": _schema({"steps": {"type": "integer"}, "interval": {"type": "number"}},
+                             ["steps"])}, tool_progress),
     ({"name": "received", "description": "Return every message received so far.",
       "inputSchema": _schema()}, tool_received),
     ({"name": "pid", "description": "Return the server's process id.", "inputSchema": _schema()}, tool_pid),
+    ({"name": "ping_client", "description": "Ping the client and report its answer.",
+      "inputSchema": _schema()}, tool_ping_client),
 ]
 TOOL_FNS = {t["name"]: fn for t, fn in TOOLS}
 TOOL_DEFS = [t for t, _ in TOOLS]
@@ -478,7 +506,13 @@ def handle_line(line):
         else:
             handle_notification(msg)
     elif has_id and ("result" in msg or "error" in msg):
-        log("demo: ignoring unexpected response from client")
+        with _state_lock:
+            slot = _client_waits.pop(msg["id"], None) if isinstance(msg["id"], str) else None
+        if slot is not None:
+            slot[1] = msg
+            slot[0].set()
+        else:
+            log("demo: ignoring unexpected response from client")
     else:
         send_error(msg.get("id"), INVALID_REQUEST, "invalid request")
 

@@ -65,14 +65,15 @@ fn lists_every_page() {
             "stderr",
             "progress",
             "received",
-            "pid"
+            "pid",
+            "ping_client"
         ]
     );
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
     assert_eq!(add.task_support, TaskSupport::Forbidden);
     assert_eq!(add.input_schema["type"], "object");
-    // Four pages of four tools: four tools/list requests, three with a cursor.
+    // Four pages: four tools/list requests, three with a cursor.
     let msgs = received(&s);
     let lists: Vec<_> = msgs
         .iter()
@@ -325,4 +326,32 @@ fn env_interpolation_reaches_the_child() {
         }
         other => panic!("expected a config error, got {other:?}"),
     }
+}
+
+#[test]
+fn the_server_can_ping_the_client() {
+    let s = demo(test_options());
+    assert_eq!(
+        text(s.call_tool("ping_client", json!({})).unwrap()),
+        "pong: {}"
+    );
+}
+
+#[test]
+fn progress_can_keep_a_long_call_alive() {
+    let s = demo(test_options());
+    // 6 steps at 0.1 s each is longer than the 250 ms timeout, but every
+    // update restarts it.
+    let opts = CallOptions::new()
+        .timeout(Duration::from_millis(250))
+        .on_progress(|_| {})
+        .progress_resets_timeout(true);
+    let r = s.call_tool_with("progress", json!({"steps": 6, "interval": 0.1}), &opts);
+    assert_eq!(text(r.unwrap()), "progressed 6");
+    // Without the reset, the same call times out.
+    let opts = CallOptions::new()
+        .timeout(Duration::from_millis(250))
+        .on_progress(|_| {});
+    let r = s.call_tool_with("progress", json!({"steps": 6, "interval": 0.1}), &opts);
+    assert!(matches!(r, Err(McpError::CallTimeout { .. })), "{r:?}");
 }
