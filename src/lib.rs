@@ -39,6 +39,7 @@ pub mod error;
 pub mod jsonrpc;
 pub mod limits;
 pub mod log;
+pub mod manager;
 pub mod notification;
 mod peer;
 pub mod result;
