@@ -9,12 +9,102 @@ use serde_json::Value;
 
 use crate::cancel::CancelToken;
 use crate::elicitation::ElicitationHandler;
+use crate::error::McpError;
 use crate::error::Result;
 use crate::limits;
+use crate::log::LogLevel;
 use crate::log::McpLogTx;
 use crate::notification::McpNotificationTx;
-use crate::result::McpCallResult;
+use crate::prompts::{GetPromptResult, Prompt};
+use crate::resources::{Resource, ResourceContents, ResourceTemplate};
+use crate::result::{excerpt, McpCallResult};
 use crate::tool::McpTool;
+
+/// What `completion/complete` completes an argument of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRef {
+    /// An argument of the named prompt.
+    Prompt(String),
+    /// A variable of the resource template with this URI template.
+    ResourceTemplate(String),
+}
+
+impl CompletionRef {
+    fn to_json(&self) -> Value {
+        match self {
+            CompletionRef::Prompt(name) => serde_json::json!({"type": "ref/prompt", "name": name}),
+            CompletionRef::ResourceTemplate(uri) => {
+                serde_json::json!({"type": "ref/resource", "uri": uri})
+            }
+        }
+    }
+}
+
+/// Suggestions from `completion/complete`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Completion {
+    /// The suggested values (at most 100, per spec).
+    pub values: Vec<String>,
+    /// How many matches exist in all, if the server says.
+    pub total: Option<u64>,
+    /// Whether there are more than were returned.
+    pub has_more: bool,
+}
+
+/// Requests every page of a paginated list and returns the items under `key`,
+/// mapped by `map` (items it rejects are skipped with a warning). Stops after
+/// [`limits::MAX_TOOL_PAGES`] pages or on a repeated cursor.
+pub fn list_all<C, T>(
+    client: &C,
+    method: &str,
+    key: &str,
+    map: impl Fn(&Value) -> std::result::Result<T, String>,
+) -> Result<Vec<T>>
+where
+    C: McpServerClient + ?Sized,
+{
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..limits::MAX_TOOL_PAGES {
+        let params = cursor.as_ref().map(|c| serde_json::json!({"cursor": c}));
+        let r = client.request(method, params, &CallOptions::default())?;
+        let items = r
+            .get(key)
+            .and_then(Value::as_array)
+            .ok_or_else(|| McpError::Protocol {
+                server: client.name().to_owned(),
+                method: Some(method.to_owned()),
+                message: format!("result has no {key} array: {}", excerpt(&r)),
+            })?;
+        for item in items {
+            match map(item) {
+                Ok(v) => out.push(v),
+                Err(m) => {
+                    ::log::warn!(target: "mcp_client", "[{}] {method}: skipping {m}: {}", client.name(), excerpt(item))
+                }
+            }
+        }
+        match r.get("nextCursor").and_then(Value::as_str) {
+            Some(c) if !c.is_empty() && seen.insert(c.to_owned()) => cursor = Some(c.to_owned()),
+            _ => return Ok(out),
+        }
+    }
+    ::log::warn!(target: "mcp_client", "[{}] {method}: page cap reached; the list may be truncated", client.name());
+    Ok(out)
+}
+
+fn protocol_err<C: McpServerClient + ?Sized>(
+    client: &C,
+    method: &str,
+    message: String,
+) -> McpError {
+    McpError::Protocol {
+        server: client.name().to_owned(),
+        method: Some(method.to_owned()),
+        message,
+    }
+}
 
 /// One `notifications/progress` update for a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -346,4 +436,135 @@ pub trait McpServerClient: Send + Sync {
 
     /// The server's `serverInfo`, after `initialize`.
     fn server_info(&self) -> Option<Implementation>;
+
+    /// Lists every resource (`resources/list`, all pages).
+    fn list_resources(&self) -> Result<Vec<Resource>> {
+        list_all(self, "resources/list", "resources", Resource::from_json)
+    }
+
+    /// Lists every resource template (`resources/templates/list`, all pages).
+    fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        list_all(
+            self,
+            "resources/templates/list",
+            "resourceTemplates",
+            ResourceTemplate::from_json,
+        )
+    }
+
+    /// Reads a resource; blobs are decoded.
+    fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>> {
+        let r = self.request(
+            "resources/read",
+            Some(serde_json::json!({"uri": uri})),
+            &CallOptions::default(),
+        )?;
+        let items = r.get("contents").and_then(Value::as_array).ok_or_else(|| {
+            protocol_err(
+                self,
+                "resources/read",
+                format!("result has no contents: {}", excerpt(&r)),
+            )
+        })?;
+        items
+            .iter()
+            .map(|c| {
+                ResourceContents::from_json(c).map_err(|m| protocol_err(self, "resources/read", m))
+            })
+            .collect()
+    }
+
+    /// Subscribes to `notifications/resources/updated` for `uri`; the
+    /// notifications arrive on [`ClientOptions::notifications`].
+    fn subscribe_resource(&self, uri: &str) -> Result<()> {
+        self.request(
+            "resources/subscribe",
+            Some(serde_json::json!({"uri": uri})),
+            &CallOptions::default(),
+        )
+        .map(|_| ())
+    }
+
+    /// Ends a subscription.
+    fn unsubscribe_resource(&self, uri: &str) -> Result<()> {
+        self.request(
+            "resources/unsubscribe",
+            Some(serde_json::json!({"uri": uri})),
+            &CallOptions::default(),
+        )
+        .map(|_| ())
+    }
+
+    /// Lists every prompt (`prompts/list`, all pages).
+    fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        list_all(self, "prompts/list", "prompts", Prompt::from_json)
+    }
+
+    /// Renders a prompt with string arguments.
+    fn get_prompt(&self, name: &str, arguments: &[(&str, &str)]) -> Result<GetPromptResult> {
+        let args: serde_json::Map<String, Value> = arguments
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Value::from(*v)))
+            .collect();
+        let r = self.request(
+            "prompts/get",
+            Some(serde_json::json!({"name": name, "arguments": args})),
+            &CallOptions::default(),
+        )?;
+        GetPromptResult::from_json(&r).map_err(|m| protocol_err(self, "prompts/get", m))
+    }
+
+    /// Asks for completions of argument `argument` currently typed as `value`;
+    /// `context` holds arguments already chosen.
+    fn complete(
+        &self,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &[(&str, &str)],
+    ) -> Result<Completion> {
+        let mut params = serde_json::json!({
+            "ref": reference.to_json(),
+            "argument": {"name": argument, "value": value},
+        });
+        if !context.is_empty() {
+            let args: serde_json::Map<String, Value> = context
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::from(*v)))
+                .collect();
+            params["context"] = serde_json::json!({"arguments": args});
+        }
+        let r = self.request("completion/complete", Some(params), &CallOptions::default())?;
+        let c = r.get("completion").ok_or_else(|| {
+            protocol_err(
+                self,
+                "completion/complete",
+                format!("no completion: {}", excerpt(&r)),
+            )
+        })?;
+        Ok(Completion {
+            values: c
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            total: c.get("total").and_then(Value::as_u64),
+            has_more: c.get("hasMore").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+
+    /// Sets the minimum level of the `notifications/message` the server sends.
+    fn set_logging_level(&self, level: LogLevel) -> Result<()> {
+        self.request(
+            "logging/setLevel",
+            Some(serde_json::json!({"level": level.as_str()})),
+            &CallOptions::default(),
+        )
+        .map(|_| ())
+    }
 }

@@ -42,6 +42,8 @@ pub mod log;
 pub mod manager;
 pub mod notification;
 mod peer;
+pub mod prompts;
+pub mod resources;
 pub mod result;
 pub mod stdio;
 pub mod task;
@@ -49,8 +51,8 @@ pub mod tool;
 
 pub use cancel::{cancelled_notification, tasks_cancel_request, CancelToken};
 pub use client::{
-    CallOptions, ClientOptions, Implementation, InitializeInfo, McpServerClient, Progress,
-    ProgressFn, ServerCapabilities,
+    list_all, CallOptions, ClientOptions, Completion, CompletionRef, Implementation,
+    InitializeInfo, McpServerClient, Progress, ProgressFn, ServerCapabilities,
 };
 pub use config::{validate_server_name, McpServerConfig, McpTransport};
 pub use elicitation::{
@@ -61,6 +63,8 @@ pub use error::{McpError, Result};
 pub use limits::*;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};
 pub use notification::{McpNotification, McpNotificationTx};
+pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptContent, PromptMessage, Role};
+pub use resources::{Resource, ResourceContents, ResourceTemplate};
 pub use result::{
     classify_content, extract_call_result, ClassifiedContent, McpCallResult, McpMedia, ResourceData,
 };

@@ -355,3 +355,21 @@ fn progress_can_keep_a_long_call_alive() {
     let r = s.call_tool_with("progress", json!({"steps": 6, "interval": 0.1}), &opts);
     assert!(matches!(r, Err(McpError::CallTimeout { .. })), "{r:?}");
 }
+
+#[test]
+fn logging_level_filters_log_records() {
+    let (ltx, lrx) = crossbeam_channel::unbounded();
+    let s = demo(test_options().logs(ltx));
+    s.set_logging_level(LogLevel::Error).unwrap();
+    s.call_tool("log", json!({"level": "warning", "message": "quiet"}))
+        .unwrap();
+    s.call_tool("log", json!({"level": "error", "message": "loud"}))
+        .unwrap();
+    s.close().unwrap();
+    let records: Vec<String> = lrx
+        .try_iter()
+        .filter(|l| matches!(l.tag, LogTag::Level(_)))
+        .map(|l| l.text)
+        .collect();
+    assert_eq!(records, ["demo: loud"]);
+}

@@ -1,0 +1,171 @@
+//! Prompts (`prompts/*`): message templates a server offers.
+
+use serde_json::Value;
+
+use crate::result::{classify_content, McpMedia};
+
+/// An argument a prompt takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptArgument {
+    /// The argument name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Whether it must be given.
+    pub required: bool,
+}
+
+/// A prompt a server lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// The prompt name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Its arguments.
+    pub arguments: Vec<PromptArgument>,
+    /// The definition as sent.
+    pub raw: Value,
+}
+
+/// Who speaks a prompt message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The user.
+    User,
+    /// The assistant.
+    Assistant,
+}
+
+/// The content of one prompt message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptContent {
+    /// Text.
+    Text(String),
+    /// An image, audio, embedded resource or resource link.
+    Media(McpMedia),
+}
+
+/// One message of a rendered prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptMessage {
+    /// Who speaks it.
+    pub role: Role,
+    /// What it says.
+    pub content: PromptContent,
+}
+
+/// The result of `prompts/get`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetPromptResult {
+    /// The prompt's description, if given.
+    pub description: Option<String>,
+    /// The messages.
+    pub messages: Vec<PromptMessage>,
+}
+
+fn s(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+
+impl Prompt {
+    /// Maps one element of `prompts/list`.
+    pub fn from_json(v: &Value) -> Result<Prompt, String> {
+        let arguments = v
+            .get("arguments")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| {
+                        Some(PromptArgument {
+                            name: s(x, "name")?,
+                            title: s(x, "title"),
+                            description: s(x, "description"),
+                            required: x.get("required").and_then(Value::as_bool).unwrap_or(false),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Prompt {
+            name: s(v, "name").ok_or("prompt has no name")?,
+            title: s(v, "title"),
+            description: s(v, "description"),
+            arguments,
+            raw: v.clone(),
+        })
+    }
+}
+
+impl GetPromptResult {
+    /// Maps a `prompts/get` result.
+    pub fn from_json(v: &Value) -> Result<GetPromptResult, String> {
+        let msgs = v
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or("prompts/get result has no messages")?;
+        let mut messages = Vec::with_capacity(msgs.len());
+        for (i, m) in msgs.iter().enumerate() {
+            let role = match m.get("role").and_then(Value::as_str) {
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                other => return Err(format!("message {i} has role {other:?}")),
+            };
+            let content = m
+                .get("content")
+                .ok_or_else(|| format!("message {i} has no content"))?;
+            let one = Value::Array(vec![content.clone()]);
+            let c = classify_content(&one).map_err(|e| format!("message {i}: {e}"))?;
+            let content = match c.media.into_iter().next() {
+                Some(media) => PromptContent::Media(media),
+                None => PromptContent::Text(c.text),
+            };
+            messages.push(PromptMessage { role, content });
+        }
+        Ok(GetPromptResult {
+            description: s(v, "description"),
+            messages,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mapping() {
+        let p = Prompt::from_json(&json!({"name":"review","arguments":[{"name":"code","required":true},{"name":"style"}]})).unwrap();
+        assert_eq!(p.arguments.len(), 2);
+        assert!(p.arguments[0].required && !p.arguments[1].required);
+        let r = GetPromptResult::from_json(&json!({"description":"d","messages":[
+            {"role":"user","content":{"type":"text","text":"hi"}},
+            {"role":"assistant","content":{"type":"image","mimeType":"image/png","data":"AAE="}},
+            {"role":"user","content":{"type":"resource","resource":{"uri":"x://a","text":"t"}}}
+        ]}))
+        .unwrap();
+        assert_eq!(
+            r.messages[0],
+            PromptMessage {
+                role: Role::User,
+                content: PromptContent::Text("hi".into())
+            }
+        );
+        assert!(
+            matches!(&r.messages[1].content, PromptContent::Media(McpMedia::Image { data, .. }) if data == &[0, 1])
+        );
+        assert!(matches!(
+            &r.messages[2].content,
+            PromptContent::Media(McpMedia::Resource { .. })
+        ));
+        assert!(GetPromptResult::from_json(
+            &json!({"messages":[{"role":"system","content":{"type":"text","text":""}}]})
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,162 @@
+//! Resources (`resources/*`): data a server exposes by URI.
+
+use base64::Engine as _;
+use serde_json::Value;
+
+/// A resource a server lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    /// Its URI.
+    pub uri: String,
+    /// Programmatic name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// MIME type.
+    pub mime_type: Option<String>,
+    /// Size in bytes, if the server knows it.
+    pub size: Option<u64>,
+    /// The definition as sent.
+    pub raw: Value,
+}
+
+/// A parameterised resource (`uriTemplate`, RFC 6570).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceTemplate {
+    /// The URI template.
+    pub uri_template: String,
+    /// Programmatic name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// MIME type of what it yields.
+    pub mime_type: Option<String>,
+    /// The definition as sent.
+    pub raw: Value,
+}
+
+/// One item of a `resources/read` result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceContents {
+    /// Text contents.
+    Text {
+        /// The URI of this item.
+        uri: String,
+        /// MIME type.
+        mime_type: Option<String>,
+        /// The text.
+        text: String,
+    },
+    /// Binary contents, decoded from base64.
+    Blob {
+        /// The URI of this item.
+        uri: String,
+        /// MIME type.
+        mime_type: Option<String>,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+}
+
+fn s(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+
+impl Resource {
+    /// Maps one element of `resources/list`.
+    pub fn from_json(v: &Value) -> Result<Resource, String> {
+        Ok(Resource {
+            uri: s(v, "uri").ok_or("resource has no uri")?,
+            name: s(v, "name").unwrap_or_default(),
+            title: s(v, "title"),
+            description: s(v, "description"),
+            mime_type: s(v, "mimeType"),
+            size: v.get("size").and_then(Value::as_u64),
+            raw: v.clone(),
+        })
+    }
+}
+
+impl ResourceTemplate {
+    /// Maps one element of `resources/templates/list`.
+    pub fn from_json(v: &Value) -> Result<ResourceTemplate, String> {
+        Ok(ResourceTemplate {
+            uri_template: s(v, "uriTemplate").ok_or("resource template has no uriTemplate")?,
+            name: s(v, "name").unwrap_or_default(),
+            title: s(v, "title"),
+            description: s(v, "description"),
+            mime_type: s(v, "mimeType"),
+            raw: v.clone(),
+        })
+    }
+}
+
+impl ResourceContents {
+    /// Maps one element of `resources/read`'s `contents`.
+    pub fn from_json(v: &Value) -> Result<ResourceContents, String> {
+        let uri = s(v, "uri").ok_or("resource contents have no uri")?;
+        let mime_type = s(v, "mimeType");
+        if let Some(text) = v.get("text").and_then(Value::as_str) {
+            return Ok(ResourceContents::Text {
+                uri,
+                mime_type,
+                text: text.to_owned(),
+            });
+        }
+        let blob = v
+            .get("blob")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("contents of {uri} have neither text nor blob"))?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(blob.trim())
+            .map_err(|e| format!("contents of {uri} have invalid base64: {e}"))?;
+        Ok(ResourceContents::Blob {
+            uri,
+            mime_type,
+            data,
+        })
+    }
+
+    /// The URI of this item.
+    pub fn uri(&self) -> &str {
+        match self {
+            ResourceContents::Text { uri, .. } | ResourceContents::Blob { uri, .. } => uri,
+        }
+    }
+
+    /// The contents as bytes (text as UTF-8).
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            ResourceContents::Text { text, .. } => text.as_bytes(),
+            ResourceContents::Blob { data, .. } => data,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mapping() {
+        let r = Resource::from_json(
+            &json!({"uri":"file:///a","name":"a","mimeType":"text/plain","size":3}),
+        )
+        .unwrap();
+        assert_eq!((r.uri.as_str(), r.size), ("file:///a", Some(3)));
+        assert!(Resource::from_json(&json!({"name":"x"})).is_err());
+        let t = ResourceTemplate::from_json(&json!({"uriTemplate":"x://{id}","name":"t"})).unwrap();
+        assert_eq!(t.uri_template, "x://{id}");
+        let c = ResourceContents::from_json(&json!({"uri":"x://1","blob":"AAE="})).unwrap();
+        assert_eq!(c.bytes(), &[0, 1]);
+        let c = ResourceContents::from_json(&json!({"uri":"x://2","text":"hi"})).unwrap();
+        assert_eq!(c.bytes(), b"hi");
+        assert!(ResourceContents::from_json(&json!({"uri":"x://3"})).is_err());
+        assert!(ResourceContents::from_json(&json!({"uri":"x://3","blob":"@@"})).is_err());
+    }
+}
