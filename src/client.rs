@@ -18,6 +18,8 @@ use crate::notification::McpNotificationTx;
 use crate::prompts::{GetPromptResult, Prompt};
 use crate::resources::{Resource, ResourceContents, ResourceTemplate};
 use crate::result::{excerpt, McpCallResult};
+use crate::roots::RootsProvider;
+use crate::sampling::SamplingHandler;
 use crate::tool::McpTool;
 
 /// What `completion/complete` completes an argument of.
@@ -236,6 +238,12 @@ pub struct ClientOptions {
     pub logs: Option<McpLogTx>,
     /// Answers `elicitation/create`; the capability is advertised only when set.
     pub elicitation: Option<Arc<dyn ElicitationHandler>>,
+    /// Answers `sampling/createMessage`; advertised only when set.
+    pub sampling: Option<Arc<dyn SamplingHandler>>,
+    /// How long a sampling handler may take.
+    pub sampling_deadline: Duration,
+    /// Answers `roots/list`; advertised (with `listChanged`) only when set.
+    pub roots: Option<Arc<dyn RootsProvider>>,
     /// `clientInfo.name`.
     pub client_name: String,
     /// `clientInfo.version`.
@@ -258,6 +266,9 @@ impl Default for ClientOptions {
             notifications: None,
             logs: None,
             elicitation: None,
+            sampling: None,
+            sampling_deadline: limits::SAMPLING_DEADLINE,
+            roots: None,
             client_name: limits::CLIENT_NAME.to_owned(),
             client_version: limits::CLIENT_VERSION.to_owned(),
         }
@@ -280,6 +291,9 @@ impl fmt::Debug for ClientOptions {
             .field("notifications", &self.notifications.is_some())
             .field("logs", &self.logs.is_some())
             .field("elicitation", &self.elicitation.is_some())
+            .field("sampling", &self.sampling.is_some())
+            .field("sampling_deadline", &self.sampling_deadline)
+            .field("roots", &self.roots.is_some())
             .finish()
     }
 }
@@ -317,6 +331,18 @@ impl ClientOptions {
     /// Installs an elicitation handler (and advertises the capability).
     pub fn elicitation_handler(mut self, h: impl ElicitationHandler + 'static) -> Self {
         self.elicitation = Some(Arc::new(h));
+        self
+    }
+
+    /// Installs a sampling handler (and advertises the capability).
+    pub fn sampling_handler(mut self, h: impl SamplingHandler + 'static) -> Self {
+        self.sampling = Some(Arc::new(h));
+        self
+    }
+
+    /// Installs a roots provider (and advertises the capability).
+    pub fn roots_provider(mut self, p: impl RootsProvider + 'static) -> Self {
+        self.roots = Some(Arc::new(p));
         self
     }
 
@@ -556,6 +582,12 @@ pub trait McpServerClient: Send + Sync {
             total: c.get("total").and_then(Value::as_u64),
             has_more: c.get("hasMore").and_then(Value::as_bool).unwrap_or(false),
         })
+    }
+
+    /// Tells the server the roots changed (`notifications/roots/list_changed`);
+    /// it will ask again with `roots/list`.
+    fn notify_roots_changed(&self) -> Result<()> {
+        self.notify("notifications/roots/list_changed", None)
     }
 
     /// Sets the minimum level of the `notifications/message` the server sends.

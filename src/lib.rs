@@ -45,6 +45,8 @@ mod peer;
 pub mod prompts;
 pub mod resources;
 pub mod result;
+pub mod roots;
+pub mod sampling;
 pub mod stdio;
 pub mod task;
 pub mod tool;
@@ -68,6 +70,8 @@ pub use resources::{Resource, ResourceContents, ResourceTemplate};
 pub use result::{
     classify_content, extract_call_result, ClassifiedContent, McpCallResult, McpMedia, ResourceData,
 };
+pub use roots::{Root, RootsProvider};
+pub use sampling::{SamplingHandler, SamplingMessage, SamplingRequest, SamplingResponse};
 pub use stdio::McpServer;
 pub use task::{clamp_poll_interval, poll_deadline, CreateTaskResult, TaskStatus};
 pub use tool::{McpTool, TaskSupport, ToolAnnotations};

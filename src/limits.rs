@@ -57,6 +57,10 @@ pub const MAX_PENDING_REQUESTS: usize = 4096;
 /// `cancel`.
 pub const ELICITATION_DEADLINE: Duration = Duration::from_secs(5 * 60);
 
+/// How long a sampling handler has to produce a completion before the
+/// server is answered with an error.
+pub const SAMPLING_DEADLINE: Duration = Duration::from_secs(5 * 60);
+
 /// The most server-initiated requests (elicitation, later sampling) handled
 /// at once per connection; more are answered with an error instead of
 /// spawning unbounded threads.

@@ -35,6 +35,10 @@ use crate::tool::{McpTool, TaskSupport};
 /// waiting caller before the reader waits for the caller to take them.
 const CALL_EVENT_CAPACITY: usize = 64;
 
+/// The JSON-RPC error code for a sampling request the handler refused
+/// (the spec's example uses -1 for "user rejected").
+const SAMPLING_REJECTED: i64 = -1;
+
 /// How long the reader may wait to queue a reply to a server request.
 const REPLY_SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -144,8 +148,9 @@ impl Drop for HandlerSlot {
     }
 }
 
-/// The capabilities this client declares: tasks awareness always, elicitation
-/// only when a handler is installed and the transport can carry the answer.
+/// The capabilities this client declares: tasks awareness always;
+/// elicitation, sampling and roots only when their handler is installed and
+/// the transport can carry the answer.
 pub(crate) fn client_capabilities(opts: &ClientOptions, can_answer_requests: bool) -> Value {
     let mut caps = Map::new();
     if can_answer_requests {
@@ -158,6 +163,14 @@ pub(crate) fn client_capabilities(opts: &ClientOptions, can_answer_requests: boo
                     json!({})
                 },
             );
+        }
+    }
+    if can_answer_requests {
+        if opts.sampling.is_some() {
+            caps.insert("sampling".into(), json!({}));
+        }
+        if opts.roots.is_some() {
+            caps.insert("roots".into(), json!({"listChanged": true}));
         }
     }
     caps.insert("experimental".into(), json!({"tasks": {}}));
@@ -813,7 +826,29 @@ impl Peer {
         match method.as_str() {
             "ping" => self.reply(&id, Ok(json!({}))),
             "elicitation/create" if self.opts.elicitation.is_some() => {
-                self.spawn_elicitation(id, params)
+                self.spawn_server_request(id, "elicit", true, params, |peer, params| {
+                    peer.run_elicitation(params)
+                })
+            }
+            "sampling/createMessage" if self.opts.sampling.is_some() => {
+                self.spawn_server_request(id, "sample", true, params, |peer, params| {
+                    peer.run_sampling(params)
+                })
+            }
+            "roots/list" if self.opts.roots.is_some() => {
+                self.spawn_server_request(id, "roots", false, params, |peer, _| {
+                    let provider = peer
+                        .opts
+                        .roots
+                        .clone()
+                        .ok_or((codes::METHOD_NOT_FOUND, "no roots".to_string()))?;
+                    let deadline =
+                        Instant::now() + peer.opts.elicitation_deadline.min(REPLY_SEND_TIMEOUT);
+                    match peer.run_with_deadline("roots-h", deadline, move || provider.roots()) {
+                        Ok(roots) => Ok(crate::roots::list_result(&roots)),
+                        Err(why) => Err((codes::INTERNAL_ERROR, format!("roots provider {why}"))),
+                    }
+                })
             }
             _ => self.reply(
                 &id,
@@ -825,7 +860,19 @@ impl Peer {
         }
     }
 
-    fn spawn_elicitation(self: &Arc<Self>, id: RequestId, params: Value) {
+    /// Handles a server request on a thread of its own, within the
+    /// connection's handler cap. `suspends_timeouts`: while it runs, the
+    /// client's own calls do not time out (the server is waiting on us).
+    fn spawn_server_request<F>(
+        self: &Arc<Self>,
+        id: RequestId,
+        kind: &str,
+        suspends_timeouts: bool,
+        params: Value,
+        run: F,
+    ) where
+        F: FnOnce(&Peer, &Value) -> std::result::Result<Value, (i64, String)> + Send + 'static,
+    {
         if self.handlers.fetch_add(1, Ordering::AcqRel) >= self.opts.max_concurrent_handlers {
             self.handlers.fetch_sub(1, Ordering::AcqRel);
             self.reply(
@@ -837,19 +884,21 @@ impl Peer {
             );
             return;
         }
-        self.elicitations.fetch_add(1, Ordering::AcqRel);
-        self.rearm_all();
+        if suspends_timeouts {
+            self.elicitations.fetch_add(1, Ordering::AcqRel);
+            self.rearm_all();
+        }
         self.server_requests.lock().insert(id.clone());
         let id_for_error = id.clone();
         let slot = HandlerSlot {
             peer: Arc::clone(self),
-            elicitation: true,
+            elicitation: suspends_timeouts,
         };
         let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-elicit", self.name))
+            .name(format!("mcp-{}-{kind}", self.name))
             .spawn(move || {
                 let peer = Arc::clone(&slot.peer);
-                let outcome = peer.run_elicitation(&params);
+                let outcome = run(&peer, &params);
                 if peer.server_requests.lock().remove(&id) {
                     peer.reply(&id, outcome);
                 }
@@ -858,8 +907,36 @@ impl Peer {
         if let Err(e) = spawned {
             // The closure (and the slot in it) was dropped: counters are restored.
             self.server_requests.lock().remove(&id_for_error);
-            ::log::error!(target: "mcp_client", "[{}] cannot spawn elicitation thread: {e}", self.name);
-            self.reply(&id_for_error, Ok(json!({"action": "cancel"})));
+            ::log::error!(target: "mcp_client", "[{}] cannot spawn a {kind} thread: {e}", self.name);
+            self.reply(
+                &id_for_error,
+                Err((codes::INTERNAL_ERROR, format!("cannot spawn a thread: {e}"))),
+            );
+        }
+    }
+
+    /// Runs a user handler on a thread of its own and waits for it until
+    /// `deadline`. Err says why there is no answer (deadline or panic); a
+    /// handler still running at the deadline is left to finish on its own.
+    fn run_with_deadline<T: Send + 'static>(
+        &self,
+        kind: &str,
+        deadline: Instant,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::result::Result<T, &'static str> {
+        let (tx, rx) = bounded(1);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp-{}-{kind}", self.name))
+            .spawn(move || {
+                let _ = tx.send(f());
+            });
+        if spawned.is_err() {
+            return Err("could not be started");
+        }
+        match rx.recv_deadline(deadline) {
+            Ok(v) => Ok(v),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err("missed its deadline"),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err("panicked"),
         }
     }
 
@@ -872,26 +949,34 @@ impl Peer {
             .elicitation
             .clone()
             .ok_or((codes::METHOD_NOT_FOUND, "no handler".to_string()))?;
-        let (tx, rx) = bounded(1);
         let req = request.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-elicit-h", self.name))
-            .spawn(move || {
-                let answer = handler.elicit(&req);
-                let _ = tx.send(answer);
-            });
-        if spawned.is_err() {
-            return Ok(json!({"action": "cancel"}));
-        }
-        match rx.recv_deadline(deadline) {
+        match self.run_with_deadline("elicit-h", deadline, move || handler.elicit(&req)) {
             Ok(answer) => Ok(answer.to_result(&request.form)),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                self.lifecycle("elicitation deadline passed; answered cancel");
+            Err(why) => {
+                // Never the values: only that there was no answer.
+                self.lifecycle(format!("elicitation handler {why}; answered cancel"));
                 Ok(json!({"action": "cancel"}))
             }
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                ::log::warn!(target: "mcp_client", "[{}] elicitation handler panicked; answered cancel", self.name);
-                Ok(json!({"action": "cancel"}))
+        }
+    }
+
+    fn run_sampling(&self, params: &Value) -> std::result::Result<Value, (i64, String)> {
+        let deadline = Instant::now() + self.opts.sampling_deadline;
+        let request = crate::sampling::parse_request(&self.name, params, deadline)
+            .map_err(|m| (codes::INVALID_PARAMS, m))?;
+        let handler = self
+            .opts
+            .sampling
+            .clone()
+            .ok_or((codes::METHOD_NOT_FOUND, "no handler".to_string()))?;
+        match self.run_with_deadline("sample-h", deadline, move || {
+            handler.create_message(&request)
+        }) {
+            Ok(Ok(answer)) => Ok(answer.to_result()),
+            Ok(Err(message)) => Err((SAMPLING_REJECTED, message)),
+            Err(why) => {
+                self.lifecycle(format!("sampling handler {why}"));
+                Err((codes::INTERNAL_ERROR, format!("sampling handler {why}")))
             }
         }
     }

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use skald_mcp::{
     CompletionRef, McpServer, McpServerClient, McpServerConfig, PromptContent, ResourceContents,
-    Role,
+    Role, Root, SamplingRequest, SamplingResponse,
 };
 
 fn server() -> McpServer {
@@ -89,4 +89,58 @@ fn prompts_and_completion() {
         )
         .unwrap();
     assert_eq!(c.values, ["ada", "alan"]);
+}
+
+#[test]
+fn sampling_and_roots_through_the_sdk() {
+    if !python_sdk_available() {
+        return;
+    }
+    let cfg = McpServerConfig::stdio(
+        "res",
+        "python3",
+        [repo_path("tests/servers/fastmcp_resources_server.py")],
+    );
+    let opts = test_options()
+        .sampling_handler(|req: &SamplingRequest| {
+            assert_eq!(req.system_prompt.as_deref(), Some("be brief"));
+            assert_eq!(req.max_tokens, 50);
+            let PromptContent::Text(q) = &req.messages[0].content[0] else {
+                return Err("expected text".into());
+            };
+            Ok(SamplingResponse::text("test-model", format!("echo {q}")))
+        })
+        .roots_provider(vec![
+            Root::new("file:///work/a", "a"),
+            Root::new("file:///work/b", "b"),
+        ]);
+    let s = McpServer::connect(&cfg, opts).unwrap();
+    assert_eq!(
+        text(
+            s.call_tool("ask_llm", serde_json::json!({"question": "2+2?"}))
+                .unwrap()
+        ),
+        "test-model: echo 2+2?"
+    );
+    assert_eq!(
+        text(
+            s.call_tool("list_client_roots", serde_json::json!({}))
+                .unwrap()
+        ),
+        "file:///work/a,file:///work/b"
+    );
+    s.notify_roots_changed().unwrap();
+
+    // A handler that refuses: the server sees a JSON-RPC error, the tool fails.
+    let opts = test_options()
+        .sampling_handler(|_: &SamplingRequest| Err("user rejected sampling request".into()));
+    let s = McpServer::connect(&cfg, opts).unwrap();
+    let r = s.call_tool("ask_llm", serde_json::json!({"question": "x"}));
+    assert!(r.is_err() || text(r.unwrap()).contains("rejected"));
+
+    // Without handlers the capabilities are not advertised and the requests fail.
+    let s = McpServer::connect(&cfg, test_options()).unwrap();
+    assert!(s
+        .call_tool("list_client_roots", serde_json::json!({}))
+        .is_err());
 }

@@ -8,6 +8,9 @@ Resources:  memo://readme (text/plain, "hello resources"),
             memo://blob (application/octet-stream, bytes 0..7)
 Template:   greeting://{name} -> "hello <name>"
 Prompts:    review(code, style="terse") -> one user message "Review (<style>): <code>"
+Tools:      ask_llm(question) -> sampling/createMessage with the question as one user message
+            (maxTokens 50, systemPrompt "be brief"); returns "<model>: <answer text>"
+            list_client_roots() -> roots/list; returns the URIs joined with ","
 Completion: prompt `review`, argument `style`: the values of
             ["terse", "verbose", "friendly"] that start with the typed prefix;
             template greeting://{name}, variable `name`: ["ada", "alan"] filtered likewise.
@@ -15,8 +18,8 @@ Completion: prompt `review`, argument `style`: the values of
 
 import warnings
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import Completion, PromptReference, ResourceTemplateReference
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import Completion, PromptReference, ResourceTemplateReference, SamplingMessage, TextContent
 
 warnings.simplefilter("ignore")
 
@@ -52,6 +55,22 @@ async def complete(ref, argument, context):
     else:
         return None
     return Completion(values=[v for v in pool if v.startswith(argument.value)], total=None, has_more=False)
+
+
+@mcp.tool(structured_output=False)
+async def ask_llm(question: str, ctx: Context) -> str:
+    r = await ctx.session.create_message(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=question))],
+        max_tokens=50,
+        system_prompt="be brief",
+    )
+    return f"{r.model}: {r.content.text}"
+
+
+@mcp.tool(structured_output=False)
+async def list_client_roots(ctx: Context) -> str:
+    r = await ctx.session.list_roots()
+    return ",".join(str(root.uri) for root in r.roots)
 
 
 if __name__ == "__main__":
