@@ -15,6 +15,9 @@ Tools (each tools/call runs on its own thread; stdin keeps being read while a to
   confirm                 sends elicitation/create {mode:"form", message:"Proceed?",
                           requestedSchema:{type:object, properties:{}}} and returns text
                           "confirmed" | "declined" | "cancelled" | "error: <message>"
+  open_url                URL-mode elicitation {mode:"url", message:"Authorize access",
+                          url:"https://auth.example.test/authorize?x=1", elicitationId:"url-e<n>"};
+                          returns text "url <action>" | "error: <message>"
   last_elicitation_reply  text = json.dumps of the `result` object of the last elicitation
                           response received ("null" if none yet; {"error": <error object>} if
                           the last response was a JSON-RPC error)
@@ -94,16 +97,20 @@ class Cancelled(Exception):
     pass
 
 
-def elicit(message, requested_schema, cancel_ev):
-    """Send elicitation/create and block until the client answers. Returns the response message."""
+def elicit(message, requested_schema, cancel_ev, url=None):
+    """Send elicitation/create and block until the client answers. Returns the response message.
+    With `url`, a URL-mode elicitation (MCP 2025-11-25) is sent instead of a form."""
     global _elicit_counter
     with _state_lock:
         _elicit_counter += 1
         eid = f"e{_elicit_counter}"
         slot = [threading.Event(), None]
         _pending[eid] = slot
-    send({"jsonrpc": "2.0", "id": eid, "method": "elicitation/create",
-          "params": {"mode": "form", "message": message, "requestedSchema": requested_schema}})
+    if url is None:
+        params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
+    else:
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": f"url-{eid}"}
+    send({"jsonrpc": "2.0", "id": eid, "method": "elicitation/create", "params": params})
     try:
         while not slot[0].wait(0.05):
             if cancel_ev.is_set():
@@ -149,6 +156,15 @@ def tool_confirm(args, ctx_msg, cancel_ev):
                        .get(action, f"error: unknown action {action!r}"))
 
 
+def tool_open_url(args, ctx_msg, cancel_ev):
+    resp = elicit("Authorize access", None, cancel_ev, url="https://auth.example.test/authorize?x=1")
+    if "error" in resp:
+        err = resp["error"] if isinstance(resp["error"], dict) else {}
+        return text_result(f"error: {err.get('message', '')}")
+    res = resp.get("result") if isinstance(resp.get("result"), dict) else {}
+    return text_result(f"url {res.get('action')}")
+
+
 def tool_last_reply(args, ctx_msg, cancel_ev):
     with _state_lock:
         last = _last_reply
@@ -168,6 +184,8 @@ TOOLS = {
               "inputSchema": EMPTY}, tool_sudo),
     "confirm": ({"name": "confirm", "description": "Ask the user to confirm via elicitation.",
                  "inputSchema": EMPTY}, tool_confirm),
+    "open_url": ({"name": "open_url", "description": "Ask the user to open a URL (URL-mode elicitation).",
+                  "inputSchema": EMPTY}, tool_open_url),
     "last_elicitation_reply": ({"name": "last_elicitation_reply",
                                 "description": "Raw JSON of the last elicitation reply.",
                                 "inputSchema": EMPTY}, tool_last_reply),

@@ -951,7 +951,16 @@ impl Peer {
             .ok_or((codes::METHOD_NOT_FOUND, "no handler".to_string()))?;
         let req = request.clone();
         match self.run_with_deadline("elicit-h", deadline, move || handler.elicit(&req)) {
-            Ok(answer) => Ok(answer.to_result(&request.form)),
+            Ok(answer) => {
+                let mut result = answer.to_result(&request.form);
+                if matches!(request.mode, elicitation::ElicitationMode::Url { .. }) {
+                    // Out-of-band answers carry no content (2025-11-25).
+                    if let Some(o) = result.as_object_mut() {
+                        o.remove("content");
+                    }
+                }
+                Ok(result)
+            }
             Err(why) => {
                 // Never the values: only that there was no answer.
                 self.lifecycle(format!("elicitation handler {why}; answered cancel"));

@@ -115,3 +115,44 @@ fn a_pending_elicitation_suspends_the_call_timeout() {
     let r = text(s.call_tool_with("sudo", json!({}), &call).unwrap());
     assert!(r.starts_with("accepted"), "{r}");
 }
+
+struct UrlCapable;
+impl skald_mcp::ElicitationHandler for UrlCapable {
+    fn elicit(&self, req: &ElicitationRequest) -> ElicitationResponse {
+        match &req.mode {
+            skald_mcp::ElicitationMode::Url {
+                url,
+                elicitation_id,
+            } => {
+                assert_eq!(url, "https://auth.example.test/authorize?x=1");
+                assert!(elicitation_id.as_deref().unwrap().starts_with("url-"));
+                ElicitationResponse::Accept(Map::new())
+            }
+            skald_mcp::ElicitationMode::Form => ElicitationResponse::Decline,
+        }
+    }
+    fn supports_url(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn url_mode_reaches_a_handler_that_supports_it() {
+    let s = server(test_options().elicitation_handler(UrlCapable));
+    assert_eq!(
+        text(s.call_tool("open_url", json!({})).unwrap()),
+        "url accept"
+    );
+    let reply: Value = serde_json::from_str(&text(
+        s.call_tool("last_elicitation_reply", json!({})).unwrap(),
+    ))
+    .unwrap();
+    // Out-of-band answers carry no content.
+    assert_eq!(reply, json!({"action": "accept"}));
+    let msgs = received(&s);
+    let init = msgs.iter().find(|m| m["method"] == "initialize").unwrap();
+    assert_eq!(
+        init["params"]["capabilities"]["elicitation"],
+        json!({"form": {}, "url": {}})
+    );
+}
