@@ -294,6 +294,24 @@ def tool_pid(args, ctx):
     return text_result(str(os.getpid()))
 
 
+def tool_bad_structured(args, ctx):
+    s = {"sum": "five"}  # violates the declared outputSchema on purpose
+    return {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s}
+
+
+def tool_register_tool(args, ctx):
+    """Add a tool named `name` (an echo) and send notifications/tools/list_changed."""
+    name = _str(args, "name")
+    with _state_lock:
+        if name not in TOOL_FNS:
+            d = {"name": name, "description": "A tool added at run time (echo).",
+                 "inputSchema": _schema({"text": {"type": "string"}})}
+            TOOL_DEFS.append(d)
+            TOOL_FNS[name] = tool_echo
+    send_notification("notifications/tools/list_changed", {})
+    return text_result(f"registered {name}")
+
+
 _client_waits = {}  # request id -> [threading.Event, response or None]
 _client_seq = [0]
 
@@ -351,6 +369,11 @@ TOOLS = [
     ({"name": "pid", "description": "Return the server's process id.", "inputSchema": _schema()}, tool_pid),
     ({"name": "ping_client", "description": "Ping the client and report its answer.",
       "inputSchema": _schema()}, tool_ping_client),
+    ({"name": "bad_structured", "description": "Return structuredContent that violates its outputSchema.",
+      "inputSchema": _schema(), "outputSchema": _schema({"sum": {"type": "number"}}, ["sum"])},
+     tool_bad_structured),
+    ({"name": "register_tool", "description": "Add an echo tool at run time and send list_changed.",
+      "inputSchema": _schema({"name": {"type": "string"}}, ["name"])}, tool_register_tool),
 ]
 TOOL_FNS = {t["name"]: fn for t, fn in TOOLS}
 TOOL_DEFS = [t for t, _ in TOOLS]
@@ -425,7 +448,7 @@ def handle_request(msg):
     if method == "initialize":
         send_result(req_id, {
             "protocolVersion": negotiate_version(params.get("protocolVersion")),
-            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
             "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
         })
     elif method == "ping":

@@ -198,6 +198,20 @@ impl CallOptions {
     }
 }
 
+/// What to do when a tool's `structuredContent` does not match its declared
+/// `outputSchema`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputSchemaPolicy {
+    /// Fail the call with [`McpError::SchemaMismatch`] (the default: the
+    /// spec says clients SHOULD validate).
+    #[default]
+    Error,
+    /// Log a warning and return the result.
+    Warn,
+    /// Do not validate.
+    Off,
+}
+
 /// How a connection behaves: timeouts, bounds, and where its notifications,
 /// log lines and server requests go. Starts from the constants in
 /// [`limits`](crate::limits).
@@ -244,6 +258,9 @@ pub struct ClientOptions {
     pub sampling_deadline: Duration,
     /// Answers `roots/list`; advertised (with `listChanged`) only when set.
     pub roots: Option<Arc<dyn RootsProvider>>,
+    /// How `structuredContent` is checked against a tool's `outputSchema`
+    /// (known once the tools were listed).
+    pub output_schema_validation: OutputSchemaPolicy,
     /// `clientInfo.name`.
     pub client_name: String,
     /// `clientInfo.version`.
@@ -269,6 +286,7 @@ impl Default for ClientOptions {
             sampling: None,
             sampling_deadline: limits::SAMPLING_DEADLINE,
             roots: None,
+            output_schema_validation: OutputSchemaPolicy::Error,
             client_name: limits::CLIENT_NAME.to_owned(),
             client_version: limits::CLIENT_VERSION.to_owned(),
         }
@@ -294,6 +312,7 @@ impl fmt::Debug for ClientOptions {
             .field("sampling", &self.sampling.is_some())
             .field("sampling_deadline", &self.sampling_deadline)
             .field("roots", &self.roots.is_some())
+            .field("output_schema_validation", &self.output_schema_validation)
             .finish()
     }
 }
@@ -462,6 +481,13 @@ pub trait McpServerClient: Send + Sync {
 
     /// The server's `serverInfo`, after `initialize`.
     fn server_info(&self) -> Option<Implementation>;
+
+    /// The tool list as last fetched (by [`list_tools`](Self::list_tools) or
+    /// by the background refresh that `notifications/tools/list_changed`
+    /// triggers), or `None` when tools were never listed.
+    fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        None
+    }
 
     /// Lists every resource (`resources/list`, all pages).
     fn list_resources(&self) -> Result<Vec<Resource>> {

@@ -95,6 +95,15 @@ pub enum McpError {
         /// error small).
         result: Box<Value>,
     },
+    /// A tool's `structuredContent` does not match its `outputSchema`.
+    SchemaMismatch {
+        /// The server name.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The first violation, with its JSON Pointer.
+        message: String,
+    },
     /// The request was cancelled by the caller (through a
     /// [`CancelToken`](crate::CancelToken)).
     Cancelled {
@@ -185,6 +194,7 @@ impl McpError {
             | McpError::Task { server, .. }
             | McpError::MessageTooLarge { server, .. }
             | McpError::InvalidInput { server, .. }
+            | McpError::SchemaMismatch { server, .. }
             | McpError::Backpressure { server, .. }
             | McpError::Http { server, .. } => Some(server),
             McpError::Io { .. } | McpError::Store { .. } => None,
@@ -292,6 +302,10 @@ impl fmt::Display for McpError {
                 }
                 Ok(())
             }
+            McpError::SchemaMismatch { server, tool, message } => write!(
+                f,
+                "MCP server '{server}': result of tool '{tool}' does not match its outputSchema: {message}"
+            ),
             McpError::InvalidInput { server, message } => {
                 write!(f, "MCP server '{server}': invalid input: {message}")
             }

@@ -47,6 +47,7 @@ pub mod resources;
 pub mod result;
 pub mod roots;
 pub mod sampling;
+pub mod schema;
 pub mod stdio;
 pub mod task;
 pub mod tool;
@@ -54,7 +55,7 @@ pub mod tool;
 pub use cancel::{cancelled_notification, tasks_cancel_request, CancelToken};
 pub use client::{
     list_all, CallOptions, ClientOptions, Completion, CompletionRef, Implementation,
-    InitializeInfo, McpServerClient, Progress, ProgressFn, ServerCapabilities,
+    InitializeInfo, McpServerClient, OutputSchemaPolicy, Progress, ProgressFn, ServerCapabilities,
 };
 pub use config::{validate_server_name, McpServerConfig, McpTransport};
 pub use elicitation::{

@@ -19,7 +19,8 @@ use serde_json::{json, Map, Value};
 
 use crate::cancel::{cancelled_notification, CancelToken, TIMEOUT_REASON};
 use crate::client::{
-    CallOptions, ClientOptions, Implementation, InitializeInfo, Progress, ServerCapabilities,
+    CallOptions, ClientOptions, Implementation, InitializeInfo, OutputSchemaPolicy, Progress,
+    ServerCapabilities,
 };
 use crate::elicitation;
 use crate::error::{McpError, Result};
@@ -29,7 +30,7 @@ use crate::log::{LogLevel, LogTag, McpLogLine};
 use crate::notification::McpNotification;
 use crate::result::{excerpt, extract_call_result, McpCallResult};
 use crate::task::drive_task;
-use crate::tool::{McpTool, TaskSupport};
+use crate::tool::McpTool;
 
 /// How many events (progress updates, re-arms, the reply) may queue for one
 /// waiting caller before the reader waits for the caller to take them.
@@ -88,7 +89,12 @@ pub(crate) struct Peer {
     dead_reason: Mutex<Option<String>>,
     init: RwLock<Option<InitializeInfo>>,
     init_lock: Mutex<()>,
-    tools: RwLock<HashMap<String, TaskSupport>>,
+    /// The last complete `tools/list`, by name; `None` until listed.
+    tools: RwLock<Option<Arc<Vec<McpTool>>>>,
+    /// Set while a background refresh of the tool list runs.
+    refreshing_tools: AtomicBool,
+    /// Set when the list changed again while a refresh was running.
+    tools_stale: AtomicBool,
     /// Elicitations in flight: while any is, calls do not time out.
     elicitations: AtomicUsize,
     /// Server requests being handled on threads of their own.
@@ -233,7 +239,9 @@ impl Peer {
             dead_reason: Mutex::new(None),
             init: RwLock::new(None),
             init_lock: Mutex::new(()),
-            tools: RwLock::new(HashMap::new()),
+            tools: RwLock::new(None),
+            refreshing_tools: AtomicBool::new(false),
+            tools_stale: AtomicBool::new(false),
             elicitations: AtomicUsize::new(0),
             handlers: AtomicUsize::new(0),
             server_requests: Mutex::new(HashSet::new()),
@@ -627,11 +635,86 @@ impl Peer {
                 self.opts.max_tool_pages
             );
         }
-        *self.tools.write() = tools
-            .iter()
-            .map(|t| (t.name.clone(), t.task_support))
-            .collect();
+        *self.tools.write() = Some(Arc::new(tools.clone()));
         Ok(tools)
+    }
+
+    /// The last complete tool list, if tools were listed.
+    pub(crate) fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        self.tools.read().clone()
+    }
+
+    fn cached_tool(&self, name: &str) -> Option<McpTool> {
+        self.tools
+            .read()
+            .as_ref()
+            .and_then(|t| t.iter().find(|t| t.name == name).cloned())
+    }
+
+    /// Re-lists the tools on a thread of its own (after
+    /// `notifications/tools/list_changed`); one refresh at a time, and a
+    /// notification that arrives during a refresh triggers one more.
+    fn refresh_tools_in_background(self: &Arc<Self>) {
+        if self.refreshing_tools.swap(true, Ordering::AcqRel) {
+            self.tools_stale.store(true, Ordering::Release);
+            return;
+        }
+        let peer = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp-{}-refresh", self.name))
+            .stack_size(crate::limits::READER_THREAD_STACK)
+            .spawn(move || loop {
+                peer.tools_stale.store(false, Ordering::Release);
+                match peer.list_tools() {
+                    Ok(t) => ::log::debug!(target: "mcp_client", "[{}] tool list refreshed: {} tools", peer.name, t.len()),
+                    Err(e) => ::log::warn!(target: "mcp_client", "[{}] tool list refresh failed: {e}", peer.name),
+                }
+                peer.refreshing_tools.store(false, Ordering::Release);
+                if !peer.tools_stale.load(Ordering::Acquire) || peer.refreshing_tools.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+            });
+        if spawned.is_err() {
+            self.refreshing_tools.store(false, Ordering::Release);
+        }
+    }
+
+    fn check_output_schema(
+        &self,
+        tool: Option<&McpTool>,
+        name: &str,
+        result: &McpCallResult,
+    ) -> Result<()> {
+        let Some(schema) = tool.and_then(|t| t.output_schema.as_ref()) else {
+            return Ok(());
+        };
+        let policy = self.opts.output_schema_validation;
+        if policy == OutputSchemaPolicy::Off {
+            return Ok(());
+        }
+        let structured = match result {
+            McpCallResult::Json(v) => Some(v),
+            McpCallResult::Media { structured, .. } => structured.as_ref(),
+            _ => None,
+        };
+        let verdict = match structured {
+            Some(v) => crate::schema::validate(schema, v),
+            None => {
+                Err("the tool declares an outputSchema but returned no structuredContent".into())
+            }
+        };
+        match verdict {
+            Ok(()) => Ok(()),
+            Err(message) if policy == OutputSchemaPolicy::Error => Err(McpError::SchemaMismatch {
+                server: self.name.clone(),
+                tool: name.to_owned(),
+                message,
+            }),
+            Err(message) => {
+                ::log::warn!(target: "mcp_client", "[{}] tool '{name}': result does not match its outputSchema: {message}", self.name);
+                Ok(())
+            }
+        }
     }
 
     pub(crate) fn call_tool(
@@ -653,7 +736,8 @@ impl Peer {
                 })
             }
         };
-        let support = self.tools.read().get(name).copied().unwrap_or_default();
+        let tool = self.cached_tool(name);
+        let support = tool.as_ref().map(|t| t.task_support).unwrap_or_default();
         let mut params = json!({"name": name, "arguments": arguments});
         if support.wants_task() {
             params["task"] = match opts.task_ttl {
@@ -662,13 +746,15 @@ impl Peer {
             };
         }
         let result = self.request("tools/call", Some(params), opts)?;
-        match extract_call_result(&self.name, name, &result)? {
+        let result = match extract_call_result(&self.name, name, &result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
-                drive_task(&req, &self.name, name, task, opts)
+                drive_task(&req, &self.name, name, task, opts)?
             }
-            other => Ok(other),
-        }
+            other => other,
+        };
+        self.check_output_schema(tool.as_ref(), name, &result)?;
+        Ok(result)
     }
 
     // ---- incoming -----------------------------------------------------------
@@ -737,7 +823,7 @@ impl Peer {
         }
     }
 
-    fn route_notification(&self, method: String, params: Value) {
+    fn route_notification(self: &Arc<Self>, method: String, params: Value) {
         match method.as_str() {
             "notifications/progress" => {
                 let key = match params.get("progressToken") {
@@ -793,8 +879,8 @@ impl Peer {
                 }
             }
             _ => {
-                if method == "notifications/tools/list_changed" {
-                    self.tools.write().clear();
+                if method == "notifications/tools/list_changed" && self.tools.read().is_some() {
+                    self.refresh_tools_in_background();
                 }
                 match &self.opts.notifications {
                     Some(tx) => {

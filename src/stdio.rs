@@ -626,6 +626,10 @@ impl McpServerClient for McpServer {
     fn server_info(&self) -> Option<Implementation> {
         self.peer.init_info().map(|i| i.server_info)
     }
+
+    fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        self.peer.cached_tools()
+    }
 }
 
 #[cfg(test)]

@@ -66,26 +66,28 @@ fn lists_every_page() {
             "progress",
             "received",
             "pid",
-            "ping_client"
+            "ping_client",
+            "bad_structured",
+            "register_tool"
         ]
     );
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
     assert_eq!(add.task_support, TaskSupport::Forbidden);
     assert_eq!(add.input_schema["type"], "object");
-    // Four pages: four tools/list requests, three with a cursor.
+    // 17 tools, 4 a page: five tools/list requests, four with a cursor.
     let msgs = received(&s);
     let lists: Vec<_> = msgs
         .iter()
         .filter(|m| m["method"] == "tools/list")
         .collect();
-    assert_eq!(lists.len(), 4);
+    assert_eq!(lists.len(), 5);
     assert_eq!(
         lists
             .iter()
             .filter(|m| m["params"]["cursor"].is_string())
             .count(),
-        3
+        4
     );
 }
 
@@ -372,4 +374,57 @@ fn logging_level_filters_log_records() {
         .map(|l| l.text)
         .collect();
     assert_eq!(records, ["demo: loud"]);
+}
+
+#[test]
+fn structured_content_is_checked_against_the_output_schema() {
+    let s = demo(test_options());
+    // Before listing, the schema is unknown: nothing to check against.
+    assert_eq!(
+        s.call_tool("bad_structured", json!({})).unwrap(),
+        McpCallResult::Json(json!({"sum": "five"}))
+    );
+    s.list_tools().unwrap();
+    match s.call_tool("bad_structured", json!({})) {
+        Err(McpError::SchemaMismatch { tool, message, .. }) => {
+            assert_eq!(tool, "bad_structured");
+            assert!(
+                message.contains("/sum") && message.contains("expected number"),
+                "{message}"
+            );
+        }
+        other => panic!("expected SchemaMismatch, got {other:?}"),
+    }
+    // A conforming result passes.
+    assert_eq!(
+        s.call_tool("add", json!({"a": 1, "b": 2})).unwrap(),
+        McpCallResult::Json(json!({"sum": 3}))
+    );
+    // By configuration, a mismatch is only a warning.
+    let mut opts = test_options();
+    opts.output_schema_validation = skald_mcp::OutputSchemaPolicy::Warn;
+    let s = demo(opts);
+    s.list_tools().unwrap();
+    assert!(s.call_tool("bad_structured", json!({})).is_ok());
+}
+
+#[test]
+fn list_changed_refreshes_the_cached_tools() {
+    let (ntx, nrx) = crossbeam_channel::unbounded();
+    let s = demo(test_options().notifications(ntx));
+    assert!(s.cached_tools().is_none());
+    let n = s.list_tools().unwrap().len();
+    assert_eq!(s.cached_tools().unwrap().len(), n);
+    s.call_tool("register_tool", json!({"name": "fresh"}))
+        .unwrap();
+    // The notification is also delivered to the embedder.
+    let note = nrx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(note.method, "notifications/tools/list_changed");
+    assert!(
+        eventually(Duration::from_secs(10), || s
+            .cached_tools()
+            .is_some_and(|t| t.iter().any(|t| t.name == "fresh"))),
+        "the background refresh did not pick up the new tool"
+    );
+    assert_eq!(s.cached_tools().unwrap().len(), n + 1);
 }
