@@ -47,6 +47,7 @@ pub mod resources;
 pub mod result;
 pub mod roots;
 pub mod sampling;
+pub mod sse;
 pub mod stdio;
 pub mod task;
 pub mod tool;
