@@ -36,6 +36,7 @@ pub mod client;
 pub mod config;
 pub mod elicitation;
 pub mod error;
+pub mod http;
 pub mod jsonrpc;
 pub mod limits;
 pub mod log;
@@ -63,6 +64,7 @@ pub use elicitation::{
     FieldKind, FormField,
 };
 pub use error::{McpError, Result};
+pub use http::McpHttpServer;
 pub use limits::*;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};
 pub use notification::{McpNotification, McpNotificationTx};
