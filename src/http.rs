@@ -1094,8 +1094,10 @@ impl Shared {
         }
     }
 
-    /// Ends the session with `DELETE`; describes the outcome.
-    fn delete_session(&self) -> Option<String> {
+    /// Ends the session with `DELETE`. Returns whether the server ended it
+    /// (and with it its streams), and a description; `None` without a
+    /// session.
+    fn delete_session(&self) -> Option<(bool, String)> {
         let session = self.snapshot();
         session.id.as_ref()?;
         let rb = self.with_headers(self.agent.delete(&self.url), &session, false);
@@ -1105,15 +1107,19 @@ impl Shared {
             .build()
             .call();
         Some(match outcome {
-            Ok(r) if r.status().is_success() => "session ended".into(),
-            Ok(r) if r.status().as_u16() == 405 => {
-                "the server does not let clients end sessions (HTTP 405)".into()
-            }
-            Ok(r) => format!(
-                "ending the session got {}",
-                status_text(r.status().as_u16())
+            Ok(r) if r.status().is_success() => (true, "session ended".into()),
+            Ok(r) if r.status().as_u16() == 405 => (
+                false,
+                "the server does not let clients end sessions (HTTP 405)".into(),
             ),
-            Err(e) => format!("ending the session failed: {e}"),
+            Ok(r) => (
+                false,
+                format!(
+                    "ending the session got {}",
+                    status_text(r.status().as_u16())
+                ),
+            ),
+            Err(e) => (false, format!("ending the session failed: {e}")),
         })
     }
 }
@@ -1325,19 +1331,27 @@ impl McpHttpServer {
                 });
             return;
         }
-        // The DELETE also ends the server's streams, which lets the
-        // listening thread and any POST thread finish.
+        // A successful DELETE also ends the server's streams, which lets the
+        // listening thread finish; otherwise it is not waited for (a blocked
+        // read cannot be interrupted) and ends at its next event or read
+        // timeout, seeing the connection closed.
         let outcome = self.shared.delete_session();
+        let ended = matches!(outcome, Some((true, _)));
         let (handle, done) = {
             let mut l = self.shared.listener.lock();
             (l.handle.take(), l.done.take())
         };
         if let (Some(h), Some(done)) = (handle, done) {
-            match done.recv_timeout(HTTP_CLOSE_TIMEOUT) {
+            let wait = if ended {
+                HTTP_CLOSE_TIMEOUT
+            } else {
+                Duration::ZERO
+            };
+            match done.recv_timeout(wait) {
                 Err(RecvTimeoutError::Disconnected) => {
                     let _ = h.join();
                 }
-                _ => ::log::warn!(
+                _ => ::log::debug!(
                     target: "mcp_client",
                     "[{}] the GET listener is still reading; detaching it",
                     self.shared.name
@@ -1345,7 +1359,7 @@ impl McpHttpServer {
             }
         }
         self.peer.lifecycle(match outcome {
-            Some(o) => format!("closed ({o})"),
+            Some((_, o)) => format!("closed ({o})"),
             None => "closed".into(),
         });
     }
