@@ -163,6 +163,32 @@ enum PumpEnd {
     TooLarge(usize),
 }
 
+/// Where the GET stream is: what a reopened stream resumes from.
+#[derive(Default)]
+struct ListenCursor {
+    last_id: Option<String>,
+    retry: Option<Duration>,
+    /// The session generation `last_id` belongs to.
+    generation: Option<u64>,
+}
+
+/// How one GET stream ended.
+enum Listened {
+    /// Closing, or the connection is gone, or the server offers no stream.
+    Stop,
+    /// A new session exists: open a stream for it at once.
+    NewSession,
+    /// The stream could not be opened.
+    Failed(String),
+    /// The stream ended after `events` events.
+    Ended { reason: String, events: usize },
+    /// The stream was silent for the whole read timeout.
+    Idle,
+}
+
+/// How a read timeout of a stream is described.
+const READ_TIMED_OUT: &str = "no data within the read timeout";
+
 /// Captures the session id and protocol version from the answer to one
 /// `initialize` request.
 struct InitObserver {
@@ -720,7 +746,7 @@ impl Shared {
                         return PumpEnd::Closing;
                     }
                     let why = if io_is_timeout(&e) {
-                        "no data within the read timeout".to_owned()
+                        READ_TIMED_OUT.to_owned()
                     } else {
                         e.to_string()
                     };
@@ -970,9 +996,7 @@ impl Shared {
 
     /// The listening thread: holds the GET stream open and reopens it.
     fn listen(&self) {
-        let mut last_id: Option<String> = None;
-        let mut id_generation = None;
-        let mut retry: Option<Duration> = None;
+        let mut cursor = ListenCursor::default();
         let mut failures = 0u32;
         let mut announced = false;
         loop {
@@ -980,96 +1004,29 @@ impl Shared {
                 return;
             }
             let session = self.snapshot();
-            if id_generation != Some(session.generation) {
-                last_id = None;
-                id_generation = Some(session.generation);
+            if cursor.generation != Some(session.generation) {
+                // Event ids belong to a session.
+                cursor.last_id = None;
+                cursor.generation = Some(session.generation);
             }
-            let (reason, quiet) = match self.open_get(
-                &session,
-                last_id.as_deref(),
-                HTTP_LISTEN_IDLE_TIMEOUT,
-            ) {
-                Err(e) => {
+            let reason = match self.listen_once(&session, &mut cursor, &mut announced) {
+                Listened::Stop => return,
+                Listened::NewSession => continue,
+                Listened::Failed(reason) => {
                     failures += 1;
-                    (format!("could not be opened: {e}"), false)
+                    reason
                 }
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    if status == 405 {
-                        self.lifecycle("the server offers no GET stream (HTTP 405); server messages arrive only with responses");
-                        return;
-                    }
-                    if status == 404 && session.id.is_some() {
-                        self.lifecycle("the GET stream found the session expired (HTTP 404); waiting for a new session");
-                        if !self.wait_new_session(session.generation) {
-                            return;
-                        }
-                        continue;
-                    }
-                    if !(200..300).contains(&status) || media_type(&resp) != "text/event-stream" {
-                        failures += 1;
-                        let what = if (200..300).contains(&status) {
-                            format!("answered with Content-Type {:?}", media_type(&resp))
-                        } else {
-                            format!("answered {}", status_text(status))
-                        };
-                        (format!("{what}: {}", body_excerpt(resp.into_body())), false)
+                Listened::Ended { reason, events } => {
+                    if events > 0 {
+                        failures = 0;
                     } else {
-                        self.listening.store(true, Ordering::Release);
-                        if !announced || last_id.is_some() {
-                            self.lifecycle(match &last_id {
-                                Some(id) => format!("GET stream reopened (Last-Event-ID {id:?})"),
-                                None => "listening for server messages on the GET stream".into(),
-                            });
-                            announced = true;
-                        }
-                        let mut reader =
-                            SseReader::new(resp.into_body().into_reader(), self.max_message_size);
-                        let mut events = 0;
-                        let end = self.pump(
-                            &mut reader,
-                            false,
-                            &mut events,
-                            &mut |data| match self.peer() {
-                                Some(p) => {
-                                    p.dispatch_bytes(data);
-                                    true
-                                }
-                                None => false,
-                            },
-                        );
-                        self.listening.store(false, Ordering::Release);
-                        if let Some(id) = reader.last_event_id() {
-                            last_id = Some(id.to_owned());
-                        }
-                        retry = reader.retry().or(retry);
-                        let end = match end {
-                            // Not produced here (oversized events are skipped).
-                            PumpEnd::TooLarge(limit) => {
-                                PumpEnd::Ended(Some(format!("an event exceeds {limit} bytes")))
-                            }
-                            other => other,
-                        };
-                        match end {
-                            PumpEnd::Stopped | PumpEnd::Closing | PumpEnd::TooLarge(_) => return,
-                            PumpEnd::Ended(why) => {
-                                let timed_out =
-                                    why.as_deref() == Some("no data within the read timeout");
-                                if events > 0 {
-                                    failures = 0;
-                                } else if !timed_out {
-                                    failures += 1;
-                                }
-                                (
-                                    format!(
-                                        "ended ({})",
-                                        why.unwrap_or_else(|| "the server closed it".into())
-                                    ),
-                                    timed_out,
-                                )
-                            }
-                        }
+                        failures += 1;
                     }
+                    reason
+                }
+                Listened::Idle => {
+                    ::log::debug!(target: "mcp_client", "[{}] the GET stream was silent for {}; reopening it", self.name, fmt_delay(HTTP_LISTEN_IDLE_TIMEOUT));
+                    continue;
                 }
             };
             if self.closing() {
@@ -1081,16 +1038,98 @@ impl Shared {
                 ));
                 return;
             }
-            let delay = backoff(retry, failures);
-            let line = format!("the GET stream {reason}; reopening in {}", fmt_delay(delay));
-            if quiet {
-                ::log::debug!(target: "mcp_client", "[{}] {line}", self.name);
-            } else {
-                self.lifecycle(line);
-            }
+            let delay = backoff(cursor.retry, failures);
+            self.lifecycle(format!(
+                "the GET stream {reason}; reopening in {}",
+                fmt_delay(delay)
+            ));
             if let Err(RecvTimeoutError::Disconnected) = self.shutdown_rx.recv_timeout(delay) {
                 return;
             }
+        }
+    }
+
+    /// Opens the GET stream once and reads it until it ends.
+    fn listen_once(
+        &self,
+        session: &Session,
+        cursor: &mut ListenCursor,
+        announced: &mut bool,
+    ) -> Listened {
+        let resp = match self.open_get(session, cursor.last_id.as_deref(), HTTP_LISTEN_IDLE_TIMEOUT)
+        {
+            Ok(r) => r,
+            Err(e) if self.closing() => {
+                ::log::debug!(target: "mcp_client", "[{}] GET ended by close: {e}", self.name);
+                return Listened::Stop;
+            }
+            Err(e) => return Listened::Failed(format!("could not be opened: {e}")),
+        };
+        let status = resp.status().as_u16();
+        if status == 405 {
+            self.lifecycle("the server offers no GET stream (HTTP 405); server messages arrive only with responses");
+            return Listened::Stop;
+        }
+        if status == 404 && session.id.is_some() {
+            self.lifecycle(
+                "the GET stream found the session expired (HTTP 404); waiting for a new session",
+            );
+            return if self.wait_new_session(session.generation) {
+                Listened::NewSession
+            } else {
+                Listened::Stop
+            };
+        }
+        let ctype = media_type(&resp);
+        if !(200..300).contains(&status) || ctype != "text/event-stream" {
+            let what = if (200..300).contains(&status) {
+                format!("was answered with Content-Type {ctype:?}")
+            } else {
+                format!("was answered {}", status_text(status))
+            };
+            return Listened::Failed(format!("{what}: {}", body_excerpt(resp.into_body())));
+        }
+        self.listening.store(true, Ordering::Release);
+        if !*announced || cursor.last_id.is_some() {
+            self.lifecycle(match &cursor.last_id {
+                Some(id) => format!("GET stream reopened (Last-Event-ID {id:?})"),
+                None => "listening for server messages on the GET stream".into(),
+            });
+            *announced = true;
+        }
+        let mut reader = SseReader::new(resp.into_body().into_reader(), self.max_message_size);
+        let mut events = 0;
+        let mut superseded = false;
+        let end = self.pump(&mut reader, false, &mut events, &mut |data| {
+            let Some(p) = self.peer() else {
+                return false;
+            };
+            p.dispatch_bytes(data);
+            // After a re-initialization this stream belongs to the old session.
+            superseded = self.session.lock().generation != session.generation;
+            !superseded
+        });
+        self.listening.store(false, Ordering::Release);
+        if let Some(id) = reader.last_event_id() {
+            cursor.last_id = Some(id.to_owned());
+        }
+        cursor.retry = reader.retry().or(cursor.retry);
+        match end {
+            PumpEnd::Stopped if superseded && !self.closing() => Listened::NewSession,
+            PumpEnd::Stopped | PumpEnd::Closing => Listened::Stop,
+            PumpEnd::Ended(Some(why)) if why == READ_TIMED_OUT => Listened::Idle,
+            PumpEnd::Ended(why) => Listened::Ended {
+                reason: format!(
+                    "ended ({})",
+                    why.unwrap_or_else(|| "the server closed it".into())
+                ),
+                events,
+            },
+            // Not produced here: oversized events are skipped.
+            PumpEnd::TooLarge(limit) => Listened::Ended {
+                reason: format!("ended (an event exceeds {limit} bytes)"),
+                events,
+            },
         }
     }
 
