@@ -43,6 +43,9 @@ responses get 202. Tools (tools/call), each a different behaviour:
   huge {bytes}           a JSON body of about that many bytes
   huge_sse {bytes}       one SSE event of about that many bytes
   accepted               202 Accepted for the request (no answer at all)
+  task_tool              declared with taskSupport "optional": a task-augmented call answers with a
+                         task handle; tasks/get reports "working" once, then "completed";
+                         tasks/result gives the text "task done"
   notify_get {n}         queues, for the GET stream: notifications/custom {n}, a log notification,
                          and a `ping` request with id "srv-<n>"; answers "queued"
 """
@@ -278,10 +281,27 @@ class Handler(BaseHTTPRequestHandler):
                      "garbage", "garbage_only", "slow", "html", "error500", "bad_json", "huge", "huge_sse",
                      "accepted", "notify_get"]
             tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
+            tools.append({"name": "task_tool", "inputSchema": {"type": "object"},
+                          "execution": {"taskSupport": "optional"}})
             self.send_json({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
         elif method == "tools/call":
             params = msg.get("params") or {}
-            self.call(rid, params.get("name"), params.get("arguments") or {}, params)
+            if params.get("name") == "task_tool" and "task" in params:
+                with LOCK:
+                    STATE["task_polls"] = 0
+                task = {"taskId": "t-1", "status": "working", "pollInterval": 100, "ttl": 60000}
+                self.send_json({"jsonrpc": "2.0", "id": rid, "result": {"task": task}})
+            else:
+                self.call(rid, params.get("name"), params.get("arguments") or {}, params)
+        elif method == "tasks/get":
+            with LOCK:
+                STATE["task_polls"] = STATE.get("task_polls", 0) + 1
+                done = STATE["task_polls"] >= 2
+            task = {"taskId": "t-1", "status": "completed" if done else "working", "pollInterval": 100,
+                    "statusMessage": "done" if done else "working on it"}
+            self.send_json({"jsonrpc": "2.0", "id": rid, "result": task})
+        elif method == "tasks/result":
+            self.send_json({"jsonrpc": "2.0", "id": rid, "result": tool_result("task done")})
         else:
             self.send_json({"jsonrpc": "2.0", "id": rid,
                             "error": {"code": -32601, "message": f"method not found: {method}"}})

@@ -482,9 +482,18 @@ impl Shared {
                     }
                 }
             };
-            if !self.closing() && peer.fail_pending(job.id, err) {
-                ::log::debug!(target: "mcp_client", "[{}] {} failed over HTTP", self.name, job.method);
+            if self.closing() {
+                return;
             }
+            // HTTP servers have no stderr: transport failures are logged.
+            if let McpError::Http {
+                status, message, ..
+            } = &err
+            {
+                let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+                peer.lifecycle(format!("{} failed{status}: {message}", job.method));
+            }
+            peer.fail_pending(job.id, err);
             return;
         }
     }
@@ -1276,8 +1285,10 @@ impl McpHttpServer {
         };
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
+            .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
             .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
             .timeout_per_read(Some(options.call_timeout))
+            .timeout_per_write(Some(options.call_timeout))
             .user_agent(format!(
                 "{}/{}",
                 options.client_name, options.client_version

@@ -299,3 +299,41 @@ fn expired_session_is_reinitialized_transparently() {
     );
     c.close().unwrap();
 }
+
+#[test]
+fn concurrent_calls_each_get_their_own_progress_and_result() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let c = std::sync::Arc::new(connect(&server, "fm-many", test_options()));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let c = std::sync::Arc::clone(&c);
+            std::thread::spawn(move || {
+                let (ptx, prx) = crossbeam_channel::unbounded();
+                let steps = 2 + i % 3;
+                let r = c
+                    .call_tool_with(
+                        "progress",
+                        json!({"steps": steps}),
+                        &CallOptions::new().progress_channel(ptx),
+                    )
+                    .unwrap();
+                assert_eq!(text(r), format!("progressed {steps}"));
+                let got: Vec<_> = prx.try_iter().collect();
+                assert_eq!(got.len(), steps, "{got:?}");
+                assert!(got.iter().all(|p| p.total == Some(steps as f64)));
+                let echo = text(
+                    c.call_tool("echo", json!({"text": format!("t{i}")}))
+                        .unwrap(),
+                );
+                assert_eq!(echo, format!("t{i}"));
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(c.pending_requests(), 0);
+    c.close().unwrap();
+}

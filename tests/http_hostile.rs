@@ -284,7 +284,11 @@ fn a_second_404_is_an_error() {
     );
     // Exactly one re-initialization was attempted.
     assert_eq!(server.posts_of("initialize").len(), 2);
+    // This server keeps the first session's GET stream open (and silent but
+    // for keep-alives); close() is still bounded.
+    let started = Instant::now();
     c.close().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[test]
@@ -547,4 +551,39 @@ fn failed_connect_is_a_typed_error_and_logged() {
         "{e:?}"
     );
     wait_log(&logs, "failed to start");
+}
+
+#[test]
+fn tasks_are_polled_over_http() {
+    let server = Server::hostile(&[]);
+    let c = connect(&server, "h-task", test_options());
+    let tools = c.list_tools().unwrap();
+    assert!(tools.iter().any(|t| t.name == "task_tool"));
+    let (ptx, prx) = crossbeam_channel::unbounded();
+    let r = c
+        .call_tool_with(
+            "task_tool",
+            json!({}),
+            &CallOptions::new().progress_channel(ptx),
+        )
+        .unwrap();
+    assert_eq!(text(r), "task done");
+    assert!(
+        prx.try_iter().count() >= 1,
+        "each poll is reported as progress"
+    );
+    let call = &server.posts_of("tools/call")[0];
+    assert!(
+        call["body"]["params"]["task"].is_object(),
+        "the call opted in to a task"
+    );
+    let polls = server.posts_of("tasks/get");
+    assert_eq!(polls.len(), 2);
+    for p in &polls {
+        assert_eq!(p["body"]["params"]["taskId"], "t-1");
+        assert_eq!(header(p, "mcp-session-id"), c.session_id().as_deref());
+        assert_eq!(header(p, "mcp-protocol-version"), Some("2025-11-25"));
+    }
+    assert_eq!(server.posts_of("tasks/result").len(), 1);
+    c.close().unwrap();
 }
