@@ -33,8 +33,25 @@
 //! expired: the client re-initializes once, transparently, and retries the
 //! request. [`close`](McpServerClient::close) ends the session with `DELETE`.
 //!
-//! HTTP servers have no stderr: connection, session and stream events are
-//! sent to the log channel as lifecycle lines.
+//! HTTP servers have no stderr: connection, session and stream events, and
+//! requests that fail at the HTTP level, are sent to the log channel as
+//! lifecycle lines.
+//!
+//! Timeouts come from one ureq [`Agent`]: connect (and name resolution)
+//! [`HTTP_CONNECT_TIMEOUT`], per read and per write the call timeout. A
+//! request's response may take as long as its call timeout (at least the
+//! elicitation deadline when a handler is installed) between two bytes; the
+//! caller's own deadline is enforced by the connection exactly as over
+//! stdio. The GET stream has no overall timeout, only
+//! [`HTTP_LISTEN_IDLE_TIMEOUT`] of silence, after which it is reopened.
+//! Notifications, replies and the `DELETE` have an overall timeout.
+//!
+//! A blocked read cannot be interrupted from another thread, so `close()`
+//! waits (up to [`HTTP_CLOSE_TIMEOUT`]) for the listening thread only when
+//! its `DELETE` ended the session, which ends the server's streams; a POST
+//! or listening thread still reading after that finishes on its own at its
+//! next event or read timeout, seeing the connection closed. Dropping the
+//! client waits for nothing: the `DELETE` is sent from a short-lived thread.
 
 // `McpError` is large crate-wide (its size is the same in every transport);
 // boxing it is a crate-level decision, not this module's.

@@ -33,7 +33,7 @@ pub fn repo_path(rel: &str) -> String {
 /// tests are skipped with a message, except in CI, where it is a failure.
 pub fn python_sdk_available() -> bool {
     let ok = Command::new("python3")
-        .args(["-c", "import mcp, uvicorn"])
+        .args(["-c", "import mcp"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
