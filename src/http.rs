@@ -180,6 +180,12 @@ enum PumpEnd {
     TooLarge(usize),
 }
 
+/// Where a request's stream was when it ended: what resuming starts from.
+struct StreamPosition {
+    last_id: Option<String>,
+    retry: Option<Duration>,
+}
+
 /// Where the GET stream is: what a reopened stream resumes from.
 #[derive(Default)]
 struct ListenCursor {
@@ -593,16 +599,12 @@ impl Shared {
             "text/event-stream" => {
                 let mut reader =
                     SseReader::new(resp.into_body().into_reader(), self.max_message_size);
-                let end = self.pump_request(peer, job, &mut reader, observer.as_ref());
-                self.resume_request(
-                    peer,
-                    job,
-                    session,
-                    status,
-                    end,
-                    reader.last_event_id().map(str::to_owned),
-                    reader.retry(),
-                )
+                let end = self.pump_request(peer, job, &mut reader, observer.as_ref(), &mut 0);
+                let position = StreamPosition {
+                    last_id: reader.last_event_id().map(str::to_owned),
+                    retry: reader.retry(),
+                };
+                self.resume_request(peer, job, session, status, end, position, observer.as_ref())
             }
             other => {
                 let shown = if other.is_empty() {
@@ -713,9 +715,9 @@ impl Shared {
         job: &Job,
         reader: &mut SseReader<R>,
         observer: Option<&InitObserver>,
+        events: &mut usize,
     ) -> PumpEnd {
-        let mut events = 0;
-        self.pump(reader, true, &mut events, &mut |data| {
+        self.pump(reader, true, events, &mut |data| {
             if let Some(o) = observer {
                 self.observe_initialize(data, o);
             }
@@ -813,9 +815,13 @@ impl Shared {
         session: &Session,
         status: u16,
         mut end: PumpEnd,
-        mut last_id: Option<String>,
-        mut retry: Option<Duration>,
+        position: StreamPosition,
+        observer: Option<&InitObserver>,
     ) -> std::result::Result<(), Failure> {
+        let StreamPosition {
+            mut last_id,
+            mut retry,
+        } = position;
         let method = Some(job.method.as_str());
         let read_timeout = self.stream_timeout(job.timeout);
         let mut failures = 0u32;
@@ -874,10 +880,7 @@ impl Shared {
                 let mut reader =
                     SseReader::new(resp.into_body().into_reader(), self.max_message_size);
                 let mut events = 0;
-                end = self.pump(&mut reader, true, &mut events, &mut |data| {
-                    peer.dispatch_bytes(data);
-                    peer.is_pending(job.id)
-                });
+                end = self.pump_request(peer, job, &mut reader, observer, &mut events);
                 if let Some(id) = reader.last_event_id() {
                     last_id = Some(id.to_owned());
                 }
