@@ -53,10 +53,6 @@
 //! next event or read timeout, seeing the connection closed. Dropping the
 //! client waits for nothing: the `DELETE` is sent from a short-lived thread.
 
-// `McpError` is large crate-wide (its size is the same in every transport);
-// boxing it is a crate-level decision, not this module's.
-#![allow(clippy::result_large_err)]
-
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};

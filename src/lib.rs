@@ -20,6 +20,8 @@
 //!
 //! * [`jsonrpc`] — framing: bytes to typed messages and back.
 //! * [`stdio`] — [`McpServer`], a child process and its three I/O threads.
+//! * [`http`] — [`McpHttpServer`], Streamable HTTP: POSTs, the GET stream, sessions.
+//! * [`sse`] — the Server-Sent Events parser the HTTP transport reads with.
 //! * [`client`] — the [`McpServerClient`] trait, [`ClientOptions`], [`CallOptions`].
 //! * [`result`] — [`McpCallResult`] and media decoding.
 //! * [`tool`] — [`McpTool`].
