@@ -20,6 +20,8 @@
 //!
 //! * [`jsonrpc`] — framing: bytes to typed messages and back.
 //! * [`stdio`] — [`McpServer`], a child process and its three I/O threads.
+//! * [`http`] — [`McpHttpServer`], Streamable HTTP: POSTs, the GET stream, sessions.
+//! * [`sse`] — the Server-Sent Events parser the HTTP transport reads with.
 //! * [`client`] — the [`McpServerClient`] trait, [`ClientOptions`], [`CallOptions`].
 //! * [`result`] — [`McpCallResult`] and media decoding.
 //! * [`tool`] — [`McpTool`].
@@ -36,6 +38,7 @@ pub mod client;
 pub mod config;
 pub mod elicitation;
 pub mod error;
+pub mod http;
 pub mod jsonrpc;
 pub mod limits;
 pub mod log;
@@ -48,6 +51,7 @@ pub mod result;
 pub mod roots;
 pub mod sampling;
 pub mod schema;
+pub mod sse;
 pub mod stdio;
 pub mod task;
 pub mod tool;
@@ -63,6 +67,7 @@ pub use elicitation::{
     FieldKind, FormField,
 };
 pub use error::{McpError, Result};
+pub use http::McpHttpServer;
 pub use limits::*;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};
 pub use notification::{McpNotification, McpNotificationTx};

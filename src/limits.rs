@@ -90,3 +90,51 @@ pub const READER_THREAD_STACK: usize = 512 * 1024;
 /// Longest stderr line forwarded as one log line; the rest of a longer line
 /// is cut (with a marker) so a server cannot grow a log line without bound.
 pub const MAX_STDERR_LINE: usize = 16 * 1024;
+
+// ---- Streamable HTTP ---------------------------------------------------------
+
+/// How long an HTTP connection (TCP and TLS) may take to be established.
+pub const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most HTTP requests (POSTs that wait for a response) in flight on one
+/// connection at once; each holds a thread reading its response stream. A
+/// caller beyond this waits up to its timeout and then gets
+/// [`McpError::Backpressure`](crate::McpError::Backpressure).
+pub const HTTP_MAX_CONCURRENT_POSTS: usize = 64;
+
+/// How long the GET listening stream may stay silent (no byte at all, not
+/// even a keep-alive comment) before it is reopened.
+pub const HTTP_LISTEN_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a fire-and-forget POST (a `notifications/cancelled` sent while a
+/// call is abandoned) may take.
+pub const HTTP_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long `close()` waits for the server to answer the `DELETE` that ends
+/// the session, and for the listening thread to finish.
+pub const HTTP_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How many bytes of an error response are read to quote in the error.
+pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
+
+/// Stack size of the HTTP threads (POST workers, the GET listener). They
+/// parse JSON and may run a TLS handshake.
+pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
+
+/// Delay before an event stream is resumed when the server did not set one
+/// with the SSE `retry` field.
+pub const SSE_DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// Shortest delay between two attempts to resume an event stream, whatever
+/// the server's `retry` field says (so a `retry: 0` cannot spin).
+pub const SSE_MIN_RETRY: Duration = Duration::from_millis(50);
+
+/// Longest delay between two attempts to resume an event stream, whatever
+/// the server's `retry` field says and however often attempts failed (the
+/// delay doubles with each consecutive failure up to this bound).
+pub const SSE_MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// How many consecutive attempts to resume an event stream may fail before
+/// the client gives up: the waiting call fails, or the GET listener stops
+/// until the next session.
+pub const SSE_MAX_RECONNECTS: u32 = 5;

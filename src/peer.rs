@@ -316,6 +316,26 @@ impl Peer {
         }
     }
 
+    /// Fails the one pending call `id` with `err` (a transport that learns a
+    /// request can no longer be answered, e.g. an HTTP stream that ended
+    /// before its response). Returns false when `id` was not pending.
+    pub(crate) fn fail_pending(&self, id: i64, err: McpError) -> bool {
+        let entry = self.pending.lock().remove(&id);
+        match entry {
+            Some(p) => {
+                let _ = p.tx.send(CallEvent::Failed(err));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the call `id` still waits for its response (false once the
+    /// response was routed, or the caller gave up).
+    pub(crate) fn is_pending(&self, id: i64) -> bool {
+        self.pending.lock().contains_key(&id)
+    }
+
     /// How many requests are waiting for a response.
     pub(crate) fn pending_count(&self) -> usize {
         self.pending.lock().len()

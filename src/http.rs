@@ -1,0 +1,1603 @@
+//! The Streamable HTTP transport (MCP 2025-11-25): every JSON-RPC message the
+//! client sends is one `POST` to the server's endpoint; the answer to a
+//! request is either one JSON body or a Server-Sent Events stream that
+//! carries the server's notifications and requests before the response.
+//!
+//! Threads, all named after the server:
+//!
+//! * `mcp-<name>-post`: one per request in flight (at most
+//!   [`HTTP_MAX_CONCURRENT_POSTS`]). It posts the request and reads the
+//!   answer incrementally, handing each message to the connection as it
+//!   arrives, so progress and log notifications reach the waiting caller
+//!   mid-call. It ends when the response was seen (or the caller gave up);
+//!   a stream that drops before the response is resumed with `GET` and
+//!   `Last-Event-ID` after the server's `retry` delay, with a bounded
+//!   backoff, and when it cannot be resumed the call fails with
+//!   [`McpError::Http`] instead of waiting for its timeout.
+//! * `mcp-<name>-listen`: holds the optional `GET` stream open once the
+//!   session is initialized, for messages the server sends outside any
+//!   request. Its notifications go to [`ClientOptions::notifications`]
+//!   (`notifications/message` to [`ClientOptions::logs`]), and server
+//!   requests (`ping`, `elicitation/create`) are answered with a `POST`. A
+//!   `405` means the server offers no such stream; a dropped stream is
+//!   reopened with `Last-Event-ID`.
+//! * `mcp-<name>-notify`: short-lived, for a `notifications/cancelled` sent
+//!   while a call is abandoned (that must not block the caller).
+//!
+//! Notifications and replies to server requests are posted on the calling
+//! thread and expect `202 Accepted`.
+//!
+//! Every request after `initialize` carries the `Mcp-Session-Id` the server
+//! assigned and `MCP-Protocol-Version: <negotiated>`; `initialize` carries
+//! neither. A `404` on a request that carried a session id means the session
+//! expired: the client re-initializes once, transparently, and retries the
+//! request. [`close`](McpServerClient::close) ends the session with `DELETE`.
+//!
+//! HTTP servers have no stderr: connection, session and stream events, and
+//! requests that fail at the HTTP level, are sent to the log channel as
+//! lifecycle lines.
+//!
+//! Timeouts come from one ureq [`Agent`]: connect (and name resolution)
+//! [`HTTP_CONNECT_TIMEOUT`], per read and per write the call timeout. A
+//! request's response may take as long as its call timeout (at least the
+//! elicitation deadline when a handler is installed) between two bytes; the
+//! caller's own deadline is enforced by the connection exactly as over
+//! stdio. The GET stream has no overall timeout, only
+//! [`HTTP_LISTEN_IDLE_TIMEOUT`] of silence, after which it is reopened.
+//! Notifications, replies and the `DELETE` have an overall timeout.
+//!
+//! A blocked read cannot be interrupted from another thread, so `close()`
+//! waits (up to [`HTTP_CLOSE_TIMEOUT`]) for the listening thread only when
+//! its `DELETE` ended the session, which ends the server's streams; a POST
+//! or listening thread still reading after that finishes on its own at its
+//! next event or read timeout, seeing the connection closed. Dropping the
+//! client waits for nothing: the `DELETE` is sent from a short-lived thread.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use parking_lot::Mutex;
+use serde_json::Value;
+use ureq::http::{HeaderValue, Response, StatusCode};
+use ureq::{Agent, Body, RequestBuilder};
+
+use crate::client::{
+    CallOptions, ClientOptions, Implementation, InitializeInfo, McpServerClient, ServerCapabilities,
+};
+use crate::config::{McpServerConfig, McpTransport};
+use crate::error::{McpError, Result};
+use crate::limits::{
+    HTTP_CLOSE_TIMEOUT, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_LISTEN_IDLE_TIMEOUT,
+    HTTP_MAX_CONCURRENT_POSTS, HTTP_NOTIFY_TIMEOUT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY,
+    SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
+};
+use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
+use crate::result::McpCallResult;
+use crate::sse::{SseError, SseReader};
+use crate::tool::McpTool;
+
+/// The session header (case-insensitive on the wire).
+const SESSION_HEADER: &str = "Mcp-Session-Id";
+/// The protocol version header.
+const VERSION_HEADER: &str = "MCP-Protocol-Version";
+/// What a POST accepts.
+const POST_ACCEPT: &str = "application/json, text/event-stream";
+/// Longest quoted excerpt of a body, in characters.
+const EXCERPT_CHARS: usize = 200;
+
+/// What the session currently is.
+#[derive(Clone, Debug, Default)]
+struct Session {
+    /// The `Mcp-Session-Id` the server assigned, if it uses sessions.
+    id: Option<String>,
+    /// The negotiated protocol version, once `initialize` was answered.
+    protocol_version: Option<String>,
+    /// Bumped each time a new session is established.
+    generation: u64,
+}
+
+/// Returns a request slot to the pool when dropped.
+struct Permit(Sender<()>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let _ = self.0.try_send(());
+    }
+}
+
+#[derive(Default)]
+struct Listener {
+    running: bool,
+    handle: Option<JoinHandle<()>>,
+    /// Disconnected when the listening thread has finished.
+    done: Option<Receiver<()>>,
+}
+
+/// State shared by the connection, its outbound half and its threads.
+struct Shared {
+    name: String,
+    url: String,
+    /// The URL without user info and query, for log lines.
+    shown_url: String,
+    agent: Agent,
+    /// `Bearer <api_key>`, resolved.
+    auth: Option<String>,
+    peer: OnceLock<Weak<Peer>>,
+    session: Mutex<Session>,
+    /// Signalled when a new session is established.
+    session_changed: (Sender<()>, Receiver<()>),
+    /// Serializes session recovery after a `404`.
+    recovery: Mutex<()>,
+    /// A pool of [`HTTP_MAX_CONCURRENT_POSTS`] request slots.
+    permits: (Sender<()>, Receiver<()>),
+    closing: AtomicBool,
+    /// Dropped on close, which wakes every wait of the threads at once.
+    shutdown_tx: Mutex<Option<Sender<()>>>,
+    shutdown_rx: Receiver<()>,
+    listener: Mutex<Listener>,
+    /// Whether the GET stream is open right now.
+    listening: AtomicBool,
+    max_message_size: usize,
+    /// The least per-read timeout of a response stream: while an elicitation
+    /// may be pending the server may legitimately stay silent that long.
+    stream_read_floor: Duration,
+}
+
+/// A request handed to a POST thread.
+struct Job {
+    body: Vec<u8>,
+    id: i64,
+    method: String,
+    timeout: Duration,
+}
+
+/// Why a POST did not lead to a response.
+enum Failure {
+    /// `404` on a request that carried a session id.
+    SessionExpired(String),
+    /// Anything else; the call fails with this error.
+    Error(McpError),
+}
+
+/// How reading an event stream ended.
+enum PumpEnd {
+    /// The consumer needs nothing more (the response was seen, the caller
+    /// gave up, or the connection is gone).
+    Stopped,
+    /// The client is closing.
+    Closing,
+    /// The stream ended or broke; why, when it broke.
+    Ended(Option<String>),
+    /// A response-stream event exceeded the limit.
+    TooLarge(usize),
+}
+
+/// Where a request's stream was when it ended: what resuming starts from.
+struct StreamPosition {
+    last_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+/// Where the GET stream is: what a reopened stream resumes from.
+#[derive(Default)]
+struct ListenCursor {
+    last_id: Option<String>,
+    retry: Option<Duration>,
+    /// The session generation `last_id` belongs to.
+    generation: Option<u64>,
+}
+
+/// How one GET stream ended.
+enum Listened {
+    /// Closing, or the connection is gone, or the server offers no stream.
+    Stop,
+    /// A new session exists: open a stream for it at once.
+    NewSession,
+    /// The stream could not be opened.
+    Failed(String),
+    /// The stream ended after `events` events.
+    Ended { reason: String, events: usize },
+    /// The stream was silent for the whole read timeout.
+    Idle,
+}
+
+/// How a read timeout of a stream is described.
+const READ_TIMED_OUT: &str = "no data within the read timeout";
+
+/// Captures the session id and protocol version from the answer to one
+/// `initialize` request.
+struct InitObserver {
+    id: i64,
+    session_id: Option<String>,
+}
+
+fn media_type(resp: &Response<Body>) -> String {
+    resp.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.split(';').next())
+        .map(|s| s.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// A short, single-line excerpt of a body.
+fn text_excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::new();
+    for (n, word) in text.split_whitespace().enumerate() {
+        if n > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+        if out.chars().count() > EXCERPT_CHARS {
+            break;
+        }
+    }
+    if out.chars().count() > EXCERPT_CHARS {
+        out = out.chars().take(EXCERPT_CHARS).collect::<String>() + "…";
+    }
+    if out.is_empty() {
+        "(empty body)".into()
+    } else {
+        out
+    }
+}
+
+/// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes them.
+fn body_excerpt(body: Body) -> String {
+    let mut buf = Vec::new();
+    let _ = body
+        .into_reader()
+        .take(HTTP_ERROR_BODY_LIMIT as u64)
+        .read_to_end(&mut buf);
+    text_excerpt(&buf)
+}
+
+fn status_text(status: u16) -> String {
+    match StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        Some(r) => format!("HTTP {status} {r}"),
+        None => format!("HTTP {status}"),
+    }
+}
+
+/// The URL as shown in log lines: no user info, no query, no fragment.
+fn shown_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let rest = match rest.split_once('/') {
+        Some((authority, path)) => {
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            format!("{host}/{path}")
+        }
+        None => rest.rsplit('@').next().unwrap_or(rest).to_owned(),
+    };
+    format!("{scheme}://{rest}")
+}
+
+fn fmt_delay(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// The delay before the next attempt to resume a stream: the server's
+/// `retry` (or the default), doubled for each consecutive failure beyond
+/// the first, within [`SSE_MIN_RETRY`, `SSE_MAX_RETRY`].
+fn backoff(retry: Option<Duration>, failures: u32) -> Duration {
+    let base = retry.unwrap_or(SSE_DEFAULT_RETRY);
+    let factor = 1u32 << failures.saturating_sub(1).min(16);
+    base.saturating_mul(factor)
+        .clamp(SSE_MIN_RETRY, SSE_MAX_RETRY)
+}
+
+fn is_timeout(e: &ureq::Error) -> bool {
+    matches!(e, ureq::Error::Timeout(_))
+}
+
+/// Whether a broken stream read was a (per-read) timeout.
+fn io_is_timeout(e: &std::io::Error) -> bool {
+    if e.kind() == std::io::ErrorKind::TimedOut || e.kind() == std::io::ErrorKind::WouldBlock {
+        return true;
+    }
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+        .is_some_and(is_timeout)
+}
+
+/// A request's id and method, when `msg` is a request.
+fn as_request(msg: &Value) -> Option<(i64, &str)> {
+    let method = msg.get("method")?.as_str()?;
+    let id = msg.get("id")?.as_i64()?;
+    Some((id, method))
+}
+
+fn id_matches(v: &Value, id: i64) -> bool {
+    match v.get("id") {
+        Some(Value::Number(n)) => n.as_i64() == Some(id),
+        Some(Value::String(s)) => s.parse::<i64>().ok() == Some(id),
+        _ => false,
+    }
+}
+
+impl Shared {
+    fn peer(&self) -> Option<Arc<Peer>> {
+        self.peer.get().and_then(Weak::upgrade)
+    }
+
+    fn closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    fn snapshot(&self) -> Session {
+        self.session.lock().clone()
+    }
+
+    fn lifecycle(&self, text: impl Into<String>) {
+        if let Some(p) = self.peer() {
+            p.lifecycle(text);
+        }
+    }
+
+    fn http_err(&self, method: Option<&str>, status: Option<u16>, message: String) -> McpError {
+        McpError::Http {
+            server: self.name.clone(),
+            method: method.map(str::to_owned),
+            status,
+            message,
+        }
+    }
+
+    /// An error for a request that got no HTTP response at all.
+    fn transport_err(&self, method: Option<&str>, verb: &str, e: &ureq::Error) -> McpError {
+        let message = if is_timeout(e) {
+            format!("{verb} {} timed out ({e})", self.shown_url)
+        } else {
+            format!("{verb} {} failed: {e}", self.shown_url)
+        };
+        self.http_err(method, None, message)
+    }
+
+    /// An error for a response with an unexpected status.
+    fn status_err(&self, method: Option<&str>, resp: Response<Body>) -> McpError {
+        let status = resp.status().as_u16();
+        let what = match status {
+            401 | 403 => "; check the server's api_key",
+            _ => "",
+        };
+        let excerpt = body_excerpt(resp.into_body());
+        self.http_err(
+            method,
+            Some(status),
+            format!(
+                "the server answered {}{what}: {excerpt}",
+                status_text(status)
+            ),
+        )
+    }
+
+    /// Adds the authorization, session and protocol-version headers.
+    fn with_headers<B>(
+        &self,
+        mut rb: RequestBuilder<B>,
+        s: &Session,
+        initialize: bool,
+    ) -> RequestBuilder<B> {
+        if let Some(a) = &self.auth {
+            rb = rb.header("Authorization", a.as_str());
+        }
+        if !initialize {
+            if let Some(id) = &s.id {
+                rb = rb.header(SESSION_HEADER, id.as_str());
+            }
+            if let Some(v) = &s.protocol_version {
+                rb = rb.header(VERSION_HEADER, v.as_str());
+            }
+        }
+        rb
+    }
+
+    /// The per-read timeout of a request's response.
+    fn stream_timeout(&self, call_timeout: Duration) -> Duration {
+        call_timeout
+            .max(self.stream_read_floor)
+            .max(Duration::from_secs(1))
+    }
+
+    // ---- requests ---------------------------------------------------------
+
+    fn start_request(
+        self: &Arc<Self>,
+        msg: &Value,
+        id: i64,
+        method: &str,
+        deadline: Instant,
+    ) -> std::result::Result<(), SendFailure> {
+        if self.closing() {
+            return Err(SendFailure::Closed("closed by the client".into()));
+        }
+        let Some(peer) = self.peer() else {
+            return Err(SendFailure::Closed("the connection is gone".into()));
+        };
+        // `initialize` never waits for a slot: a POST thread that recovers
+        // an expired session holds one while it re-initializes.
+        let permit = if method == "initialize" {
+            None
+        } else {
+            match self.permits.1.recv_deadline(deadline) {
+                Ok(()) => Some(Permit(self.permits.0.clone())),
+                Err(_) => {
+                    return Err(SendFailure::Error(McpError::Backpressure {
+                        server: self.name.clone(),
+                        method: method.to_owned(),
+                        message: format!(
+                            "{HTTP_MAX_CONCURRENT_POSTS} HTTP requests are already in flight"
+                        ),
+                    }))
+                }
+            }
+        };
+        let job = Job {
+            body: serde_json::to_vec(msg).unwrap_or_default(),
+            id,
+            method: method.to_owned(),
+            timeout: deadline.saturating_duration_since(Instant::now()),
+        };
+        let shared = Arc::clone(self);
+        std::thread::Builder::new()
+            .name(format!("mcp-{}-post", self.name))
+            .stack_size(HTTP_THREAD_STACK)
+            .spawn(move || {
+                let _permit = permit;
+                shared.run_request(&peer, job);
+            })
+            .map(|_| ())
+            .map_err(|e| {
+                SendFailure::Error(self.http_err(
+                    Some(method),
+                    None,
+                    format!("cannot start a POST thread: {e}"),
+                ))
+            })
+    }
+
+    /// Posts one request and reads its answer; on an expired session,
+    /// re-initializes once and posts it again.
+    fn run_request(&self, peer: &Arc<Peer>, job: Job) {
+        let mut recovered = false;
+        loop {
+            let session = self.snapshot();
+            let err = match self.post_request(peer, &job, &session) {
+                Ok(()) => return,
+                Err(Failure::Error(e)) => e,
+                Err(Failure::SessionExpired(excerpt)) => {
+                    if recovered || self.closing() {
+                        self.http_err(
+                            Some(&job.method),
+                            Some(404),
+                            format!(
+                                "the session expired again right after re-initializing: {excerpt}"
+                            ),
+                        )
+                    } else {
+                        recovered = true;
+                        match self.recover_session(peer, session.generation) {
+                            Ok(()) if peer.is_pending(job.id) => continue,
+                            Ok(()) => return,
+                            Err(e) => self.http_err(
+                                Some(&job.method),
+                                Some(404),
+                                format!("the session expired and re-initializing failed: {e}"),
+                            ),
+                        }
+                    }
+                }
+            };
+            if self.closing() {
+                return;
+            }
+            // HTTP servers have no stderr: transport failures are logged.
+            if let McpError::Http {
+                status, message, ..
+            } = &err
+            {
+                let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+                peer.lifecycle(format!("{} failed{status}: {message}", job.method));
+            }
+            peer.fail_pending(job.id, err);
+            return;
+        }
+    }
+
+    /// Performs the handshake again after the session `generation` expired
+    /// (unless another thread already did).
+    fn recover_session(&self, peer: &Arc<Peer>, generation: u64) -> Result<()> {
+        let _serial = self.recovery.lock();
+        if self.session.lock().generation != generation {
+            return Ok(());
+        }
+        peer.lifecycle("the session expired (HTTP 404); re-initializing");
+        peer.reset_initialization();
+        let info = peer.initialize()?;
+        peer.lifecycle(format!(
+            "re-initialized (protocol {}, {})",
+            info.protocol_version,
+            match &self.session.lock().id {
+                Some(_) => "new session",
+                None => "no session id",
+            }
+        ));
+        Ok(())
+    }
+
+    fn post_request(
+        &self,
+        peer: &Arc<Peer>,
+        job: &Job,
+        session: &Session,
+    ) -> std::result::Result<(), Failure> {
+        let initialize = job.method == "initialize";
+        let method = Some(job.method.as_str());
+        let read_timeout = self.stream_timeout(job.timeout);
+        let rb = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", POST_ACCEPT);
+        let rb = self
+            .with_headers(rb, session, initialize)
+            .config()
+            .timeout_recv_response(Some(read_timeout))
+            .timeout_per_read(Some(read_timeout))
+            .build();
+        let resp = rb
+            .send(&job.body[..])
+            .map_err(|e| Failure::Error(self.transport_err(method, "POST", &e)))?;
+        let status = resp.status().as_u16();
+        if status == 404 && session.id.is_some() && !initialize {
+            return Err(Failure::SessionExpired(body_excerpt(resp.into_body())));
+        }
+        if !(200..300).contains(&status) {
+            return Err(Failure::Error(self.status_err(method, resp)));
+        }
+        let observer = initialize.then(|| InitObserver {
+            id: job.id,
+            session_id: resp
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .filter(|s| !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+                .map(str::to_owned),
+        });
+        if status == 202 || status == 204 {
+            if self.listening.load(Ordering::Acquire) {
+                // Not what the spec says, but the answer can still come on
+                // the GET stream; the call's timeout bounds the wait.
+                ::log::debug!(target: "mcp_client", "[{}] {} accepted with {status}; waiting for the answer on the GET stream", self.name, job.method);
+                return Ok(());
+            }
+            return Err(Failure::Error(self.http_err(
+                method,
+                Some(status),
+                "the server accepted the request without answering it, and no GET stream is open to carry the answer".into(),
+            )));
+        }
+        match media_type(&resp).as_str() {
+            "application/json" => self.read_json(peer, job, status, resp.into_body(), observer),
+            "text/event-stream" => {
+                let mut reader =
+                    SseReader::new(resp.into_body().into_reader(), self.max_message_size);
+                let end = self.pump_request(peer, job, &mut reader, observer.as_ref(), &mut 0);
+                let position = StreamPosition {
+                    last_id: reader.last_event_id().map(str::to_owned),
+                    retry: reader.retry(),
+                };
+                self.resume_request(peer, job, session, status, end, position, observer.as_ref())
+            }
+            other => {
+                let shown = if other.is_empty() {
+                    "no Content-Type".to_owned()
+                } else {
+                    format!("Content-Type {other:?}")
+                };
+                let excerpt = body_excerpt(resp.into_body());
+                Err(Failure::Error(self.http_err(
+                    method,
+                    Some(status),
+                    format!("unexpected {shown} (expected application/json or text/event-stream): {excerpt}"),
+                )))
+            }
+        }
+    }
+
+    fn too_large(&self, method: &str, status: u16, what: &str) -> Failure {
+        Failure::Error(self.http_err(
+            Some(method),
+            Some(status),
+            format!("{what} exceeds the {}-byte limit", self.max_message_size),
+        ))
+    }
+
+    fn read_json(
+        &self,
+        peer: &Arc<Peer>,
+        job: &Job,
+        status: u16,
+        body: Body,
+        observer: Option<InitObserver>,
+    ) -> std::result::Result<(), Failure> {
+        let max = self.max_message_size;
+        if let Some(len) = body.content_length() {
+            if len > max as u64 {
+                return Err(self.too_large(
+                    &job.method,
+                    status,
+                    &format!("the response body ({len} bytes)"),
+                ));
+            }
+        }
+        let mut buf = Vec::new();
+        if let Err(e) = body
+            .into_reader()
+            .take(max as u64 + 1)
+            .read_to_end(&mut buf)
+        {
+            return Err(Failure::Error(self.http_err(
+                Some(&job.method),
+                Some(status),
+                format!("reading the response body failed: {e}"),
+            )));
+        }
+        if buf.len() > max {
+            return Err(self.too_large(&job.method, status, "the response body"));
+        }
+        if let Some(o) = &observer {
+            self.observe_initialize(&buf, o);
+        }
+        peer.dispatch_bytes(&buf);
+        if peer.is_pending(job.id) {
+            return Err(Failure::Error(self.http_err(
+                Some(&job.method),
+                Some(status),
+                format!(
+                    "the JSON body is not a response to request {}: {}",
+                    job.id,
+                    text_excerpt(&buf)
+                ),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records the session id and negotiated version once the response to
+    /// `initialize` is seen (before it is routed, so the caller's next
+    /// message already carries both).
+    fn observe_initialize(&self, bytes: &[u8], o: &InitObserver) {
+        let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+            return;
+        };
+        let items: Vec<&Value> = match &v {
+            Value::Array(a) => a.iter().collect(),
+            other => vec![other],
+        };
+        for m in items {
+            if !id_matches(m, o.id) {
+                continue;
+            }
+            if let Some(pv) = m.pointer("/result/protocolVersion").and_then(Value::as_str) {
+                {
+                    let mut s = self.session.lock();
+                    s.id = o.session_id.clone();
+                    s.protocol_version = Some(pv.to_owned());
+                    s.generation += 1;
+                }
+                let _ = self.session_changed.0.try_send(());
+            }
+        }
+    }
+
+    /// Reads a request's event stream until its response was seen.
+    fn pump_request<R: Read>(
+        &self,
+        peer: &Arc<Peer>,
+        job: &Job,
+        reader: &mut SseReader<R>,
+        observer: Option<&InitObserver>,
+        events: &mut usize,
+    ) -> PumpEnd {
+        self.pump(reader, true, events, &mut |data| {
+            if let Some(o) = observer {
+                self.observe_initialize(data, o);
+            }
+            peer.dispatch_bytes(data);
+            peer.is_pending(job.id)
+        })
+    }
+
+    /// Reads events, handing each message to `dispatch` until it returns
+    /// false. Priming events (empty data) and events of other types than
+    /// `message` are skipped.
+    fn pump<R: Read>(
+        &self,
+        reader: &mut SseReader<R>,
+        fail_on_too_large: bool,
+        events: &mut usize,
+        dispatch: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> PumpEnd {
+        loop {
+            if self.closing() {
+                return PumpEnd::Closing;
+            }
+            match reader.next_event() {
+                Ok(Some(ev)) => {
+                    *events += 1;
+                    if ev.event != "message" {
+                        ::log::debug!(target: "mcp_client", "[{}] ignoring SSE event of type {:?}", self.name, ev.event);
+                        continue;
+                    }
+                    if ev.data.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    if !dispatch(&ev.data) {
+                        return PumpEnd::Stopped;
+                    }
+                }
+                Ok(None) => {
+                    return if self.closing() {
+                        PumpEnd::Closing
+                    } else {
+                        PumpEnd::Ended(None)
+                    }
+                }
+                Err(SseError::EventTooLarge { limit }) => {
+                    if fail_on_too_large {
+                        return PumpEnd::TooLarge(limit);
+                    }
+                    self.lifecycle(format!(
+                        "skipped an event of the GET stream larger than {limit} bytes"
+                    ));
+                }
+                Err(SseError::Io(e)) => {
+                    if self.closing() {
+                        return PumpEnd::Closing;
+                    }
+                    let why = if io_is_timeout(&e) {
+                        READ_TIMED_OUT.to_owned()
+                    } else {
+                        e.to_string()
+                    };
+                    return PumpEnd::Ended(Some(why));
+                }
+            }
+        }
+    }
+
+    fn open_get(
+        &self,
+        session: &Session,
+        last_event_id: Option<&str>,
+        read_timeout: Duration,
+    ) -> std::result::Result<Response<Body>, ureq::Error> {
+        let mut rb = self
+            .agent
+            .get(&self.url)
+            .header("Accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            rb = rb.header("Last-Event-ID", id);
+        }
+        self.with_headers(rb, session, false)
+            .config()
+            .timeout_recv_response(Some(read_timeout))
+            .timeout_per_read(Some(read_timeout))
+            .build()
+            .call()
+    }
+
+    /// After a request's stream ended without its response: resumes it with
+    /// `GET` + `Last-Event-ID` (bounded), or fails the call.
+    #[allow(clippy::too_many_arguments)]
+    fn resume_request(
+        &self,
+        peer: &Arc<Peer>,
+        job: &Job,
+        session: &Session,
+        status: u16,
+        mut end: PumpEnd,
+        position: StreamPosition,
+        observer: Option<&InitObserver>,
+    ) -> std::result::Result<(), Failure> {
+        let StreamPosition {
+            mut last_id,
+            mut retry,
+        } = position;
+        let method = Some(job.method.as_str());
+        let read_timeout = self.stream_timeout(job.timeout);
+        let mut failures = 0u32;
+        loop {
+            let reason = match end {
+                PumpEnd::Stopped | PumpEnd::Closing => return Ok(()),
+                PumpEnd::TooLarge(_) => {
+                    return Err(self.too_large(
+                        &job.method,
+                        status,
+                        "an event of the response stream",
+                    ))
+                }
+                PumpEnd::Ended(why) => why.unwrap_or_else(|| "the server closed it".into()),
+            };
+            if self.closing() || !peer.is_pending(job.id) {
+                return Ok(());
+            }
+            let Some(event_id) = last_id.clone() else {
+                return Err(Failure::Error(self.http_err(
+                    method,
+                    Some(status),
+                    format!("the event stream ended before the response ({reason}), and the server gave no event id to resume it from"),
+                )));
+            };
+            if failures >= SSE_MAX_RECONNECTS {
+                return Err(Failure::Error(self.http_err(
+                    method,
+                    Some(status),
+                    format!("the event stream ended before the response and could not be resumed in {failures} attempts ({reason})"),
+                )));
+            }
+            let delay = backoff(retry, failures);
+            peer.lifecycle(format!(
+                "the stream of {} (request {}) ended before its response ({reason}); resuming after event {event_id:?} in {}",
+                job.method,
+                job.id,
+                fmt_delay(delay)
+            ));
+            if let Err(RecvTimeoutError::Disconnected) = self.shutdown_rx.recv_timeout(delay) {
+                return Ok(());
+            }
+            if !peer.is_pending(job.id) {
+                return Ok(());
+            }
+            let resp = match self.open_get(session, Some(&event_id), read_timeout) {
+                Ok(r) => r,
+                Err(e) => {
+                    failures += 1;
+                    end = PumpEnd::Ended(Some(format!("resuming failed: {e}")));
+                    continue;
+                }
+            };
+            let s = resp.status().as_u16();
+            if (200..300).contains(&s) && media_type(&resp) == "text/event-stream" {
+                let mut reader =
+                    SseReader::new(resp.into_body().into_reader(), self.max_message_size);
+                let mut events = 0;
+                end = self.pump_request(peer, job, &mut reader, observer, &mut events);
+                if let Some(id) = reader.last_event_id() {
+                    last_id = Some(id.to_owned());
+                }
+                retry = reader.retry().or(retry);
+                if events > 0 {
+                    failures = 0;
+                } else {
+                    failures += 1;
+                }
+                continue;
+            }
+            if matches!(s, 400..=499) && s != 408 && s != 429 {
+                let e = self.status_err(method, resp);
+                return Err(Failure::Error(self.http_err(
+                    method,
+                    Some(s),
+                    format!("the event stream ended before the response and resuming it was refused: {e}"),
+                )));
+            }
+            failures += 1;
+            end = PumpEnd::Ended(Some(format!(
+                "resuming got {}: {}",
+                status_text(s),
+                body_excerpt(resp.into_body())
+            )));
+        }
+    }
+
+    // ---- notifications and replies -----------------------------------------
+
+    /// Posts a notification or a reply and expects `202 Accepted`.
+    fn post_message(self: &Arc<Self>, msg: &Value, deadline: Instant) -> Result<()> {
+        let method = msg.get("method").and_then(Value::as_str);
+        let session = self.snapshot();
+        let timeout = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let body = serde_json::to_vec(msg).unwrap_or_default();
+        let rb = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", POST_ACCEPT);
+        let rb = self
+            .with_headers(rb, &session, false)
+            .config()
+            .timeout_global(Some(timeout))
+            .build();
+        let resp = rb
+            .send(&body[..])
+            .map_err(|e| self.transport_err(method, "POST", &e))?;
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            if method == Some("notifications/initialized") {
+                self.ensure_listener();
+            }
+            return Ok(());
+        }
+        if status == 404 && session.id.is_some() {
+            let excerpt = body_excerpt(resp.into_body());
+            return Err(self.http_err(
+                method,
+                Some(404),
+                format!("the session has expired: {excerpt}"),
+            ));
+        }
+        Err(self.status_err(method, resp))
+    }
+
+    /// Hands a message to a short-lived thread (from `Drop`: must not block).
+    fn post_detached(self: &Arc<Self>, msg: &Value) -> std::result::Result<(), SendFailure> {
+        if self.closing() {
+            return Err(SendFailure::Closed("closed by the client".into()));
+        }
+        let Ok(()) = self.permits.1.try_recv() else {
+            return Err(SendFailure::Full);
+        };
+        let permit = Permit(self.permits.0.clone());
+        let msg = msg.clone();
+        let shared = Arc::clone(self);
+        std::thread::Builder::new()
+            .name(format!("mcp-{}-notify", self.name))
+            .stack_size(HTTP_THREAD_STACK)
+            .spawn(move || {
+                let _permit = permit;
+                if let Err(e) = shared.post_message(&msg, Instant::now() + HTTP_NOTIFY_TIMEOUT) {
+                    ::log::debug!(target: "mcp_client", "[{}] {e}", shared.name);
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| SendFailure::Closed(format!("cannot start a thread: {e}")))
+    }
+
+    // ---- the GET stream -----------------------------------------------------
+
+    fn ensure_listener(self: &Arc<Self>) {
+        if self.closing() {
+            return;
+        }
+        let mut l = self.listener.lock();
+        if l.running {
+            return;
+        }
+        let (done_tx, done_rx) = bounded::<()>(0);
+        let shared = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcp-{}-listen", self.name))
+            .stack_size(HTTP_THREAD_STACK)
+            .spawn(move || {
+                shared.listen();
+                shared.listening.store(false, Ordering::Release);
+                shared.listener.lock().running = false;
+                drop(done_tx);
+            });
+        match spawned {
+            Ok(h) => {
+                l.running = true;
+                l.handle = Some(h);
+                l.done = Some(done_rx);
+            }
+            Err(e) => {
+                ::log::warn!(target: "mcp_client", "[{}] cannot start the GET listener: {e}", self.name)
+            }
+        }
+    }
+
+    /// Waits until a session newer than `generation` exists; false on close.
+    fn wait_new_session(&self, generation: u64) -> bool {
+        loop {
+            if self.closing() {
+                return false;
+            }
+            if self.session.lock().generation != generation {
+                return true;
+            }
+            crossbeam_channel::select! {
+                recv(self.session_changed.1) -> _ => {}
+                recv(self.shutdown_rx) -> _ => return false,
+            }
+        }
+    }
+
+    /// The listening thread: holds the GET stream open and reopens it.
+    fn listen(&self) {
+        let mut cursor = ListenCursor::default();
+        let mut failures = 0u32;
+        let mut announced = false;
+        loop {
+            if self.closing() {
+                return;
+            }
+            let session = self.snapshot();
+            if cursor.generation != Some(session.generation) {
+                // Event ids belong to a session.
+                cursor.last_id = None;
+                cursor.generation = Some(session.generation);
+            }
+            let reason = match self.listen_once(&session, &mut cursor, &mut announced) {
+                Listened::Stop => return,
+                Listened::NewSession => continue,
+                Listened::Failed(reason) => {
+                    failures += 1;
+                    reason
+                }
+                Listened::Ended { reason, events } => {
+                    if events > 0 {
+                        failures = 0;
+                    } else {
+                        failures += 1;
+                    }
+                    reason
+                }
+                Listened::Idle => {
+                    ::log::debug!(target: "mcp_client", "[{}] the GET stream was silent for {}; reopening it", self.name, fmt_delay(HTTP_LISTEN_IDLE_TIMEOUT));
+                    continue;
+                }
+            };
+            if self.closing() {
+                return;
+            }
+            if failures >= SSE_MAX_RECONNECTS {
+                self.lifecycle(format!(
+                    "the GET stream {reason}; given up after {failures} failed attempts (it is retried after the next initialize)"
+                ));
+                return;
+            }
+            let delay = backoff(cursor.retry, failures);
+            self.lifecycle(format!(
+                "the GET stream {reason}; reopening in {}",
+                fmt_delay(delay)
+            ));
+            if let Err(RecvTimeoutError::Disconnected) = self.shutdown_rx.recv_timeout(delay) {
+                return;
+            }
+        }
+    }
+
+    /// Opens the GET stream once and reads it until it ends.
+    fn listen_once(
+        &self,
+        session: &Session,
+        cursor: &mut ListenCursor,
+        announced: &mut bool,
+    ) -> Listened {
+        let resp = match self.open_get(session, cursor.last_id.as_deref(), HTTP_LISTEN_IDLE_TIMEOUT)
+        {
+            Ok(r) => r,
+            Err(e) if self.closing() => {
+                ::log::debug!(target: "mcp_client", "[{}] GET ended by close: {e}", self.name);
+                return Listened::Stop;
+            }
+            Err(e) => return Listened::Failed(format!("could not be opened: {e}")),
+        };
+        let status = resp.status().as_u16();
+        if status == 405 {
+            self.lifecycle("the server offers no GET stream (HTTP 405); server messages arrive only with responses");
+            return Listened::Stop;
+        }
+        if status == 404 && session.id.is_some() {
+            self.lifecycle(
+                "the GET stream found the session expired (HTTP 404); waiting for a new session",
+            );
+            return if self.wait_new_session(session.generation) {
+                Listened::NewSession
+            } else {
+                Listened::Stop
+            };
+        }
+        let ctype = media_type(&resp);
+        if !(200..300).contains(&status) || ctype != "text/event-stream" {
+            let what = if (200..300).contains(&status) {
+                format!("was answered with Content-Type {ctype:?}")
+            } else {
+                format!("was answered {}", status_text(status))
+            };
+            return Listened::Failed(format!("{what}: {}", body_excerpt(resp.into_body())));
+        }
+        self.listening.store(true, Ordering::Release);
+        if !*announced || cursor.last_id.is_some() {
+            self.lifecycle(match &cursor.last_id {
+                Some(id) => format!("GET stream reopened (Last-Event-ID {id:?})"),
+                None => "listening for server messages on the GET stream".into(),
+            });
+            *announced = true;
+        }
+        let mut reader = SseReader::new(resp.into_body().into_reader(), self.max_message_size);
+        let mut events = 0;
+        let mut superseded = false;
+        let end = self.pump(&mut reader, false, &mut events, &mut |data| {
+            let Some(p) = self.peer() else {
+                return false;
+            };
+            p.dispatch_bytes(data);
+            // After a re-initialization this stream belongs to the old session.
+            superseded = self.session.lock().generation != session.generation;
+            !superseded
+        });
+        self.listening.store(false, Ordering::Release);
+        if let Some(id) = reader.last_event_id() {
+            cursor.last_id = Some(id.to_owned());
+        }
+        cursor.retry = reader.retry().or(cursor.retry);
+        match end {
+            PumpEnd::Stopped if superseded && !self.closing() => Listened::NewSession,
+            PumpEnd::Stopped | PumpEnd::Closing => Listened::Stop,
+            PumpEnd::Ended(Some(why)) if why == READ_TIMED_OUT => Listened::Idle,
+            PumpEnd::Ended(why) => Listened::Ended {
+                reason: format!(
+                    "ended ({})",
+                    why.unwrap_or_else(|| "the server closed it".into())
+                ),
+                events,
+            },
+            // Not produced here: oversized events are skipped.
+            PumpEnd::TooLarge(limit) => Listened::Ended {
+                reason: format!("ended (an event exceeds {limit} bytes)"),
+                events,
+            },
+        }
+    }
+
+    /// Ends the session with `DELETE`. Returns whether the server ended it
+    /// (and with it its streams), and a description; `None` without a
+    /// session.
+    fn delete_session(&self) -> Option<(bool, String)> {
+        let session = self.snapshot();
+        session.id.as_ref()?;
+        let rb = self.with_headers(self.agent.delete(&self.url), &session, false);
+        let outcome = rb
+            .config()
+            .timeout_global(Some(HTTP_CLOSE_TIMEOUT))
+            .build()
+            .call();
+        Some(match outcome {
+            Ok(r) if r.status().is_success() => (true, "session ended".into()),
+            Ok(r) if r.status().as_u16() == 405 => (
+                false,
+                "the server does not let clients end sessions (HTTP 405)".into(),
+            ),
+            Ok(r) => (
+                false,
+                format!(
+                    "ending the session got {}",
+                    status_text(r.status().as_u16())
+                ),
+            ),
+            Err(e) => (false, format!("ending the session failed: {e}")),
+        })
+    }
+}
+
+struct HttpOutbound {
+    shared: Arc<Shared>,
+}
+
+impl Outbound for HttpOutbound {
+    fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        match as_request(msg) {
+            Some((id, method)) => self.shared.start_request(msg, id, method, deadline),
+            None => self
+                .shared
+                .post_message(msg, deadline)
+                .map_err(SendFailure::Error),
+        }
+    }
+
+    fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure> {
+        self.shared.post_detached(msg)
+    }
+}
+
+/// A connection to an MCP server over Streamable HTTP.
+///
+/// ```no_run
+/// use skald_mcp::{ClientOptions, McpHttpServer, McpServerClient, McpServerConfig};
+/// let cfg = McpServerConfig::http("remote", "https://example.test/mcp")
+///     .with_api_key("${REMOTE_MCP_TOKEN}");
+/// let server = McpHttpServer::connect(&cfg, ClientOptions::default())?;
+/// for tool in server.list_tools()? {
+///     println!("{}", tool.name);
+/// }
+/// let result = server.call_tool("echo", serde_json::json!({"text": "hi"}))?;
+/// println!("{}", result.to_text());
+/// server.close()?;
+/// # Ok::<(), skald_mcp::McpError>(())
+/// ```
+pub struct McpHttpServer {
+    peer: Arc<Peer>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for McpHttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHttpServer")
+            .field("name", &self.peer.name)
+            .field("url", &self.shared.shown_url)
+            .field("session", &self.shared.snapshot().id.is_some())
+            .field("connected", &self.peer.is_alive())
+            .finish()
+    }
+}
+
+impl McpHttpServer {
+    /// Connects and performs the `initialize` handshake, bounded by
+    /// [`ClientOptions::start_timeout`].
+    pub fn connect(config: &McpServerConfig, options: ClientOptions) -> Result<McpHttpServer> {
+        let server = McpHttpServer::new(config, options)?;
+        match server.peer.initialize() {
+            Ok(info) => {
+                server.peer.lifecycle(format!(
+                    "connected to {} (protocol {}, server {} {}, {})",
+                    server.shared.shown_url,
+                    info.protocol_version,
+                    info.server_info.name,
+                    info.server_info.version,
+                    if server.shared.snapshot().id.is_some() {
+                        "with a session"
+                    } else {
+                        "without a session id"
+                    }
+                ));
+                Ok(server)
+            }
+            Err(e) => {
+                server.peer.lifecycle(format!("failed to start: {e}"));
+                server.shutdown(true);
+                Err(e)
+            }
+        }
+    }
+
+    /// Prepares the connection without the handshake; the first request
+    /// performs it (or call [`McpServerClient::initialize`]). No request is
+    /// made yet.
+    pub fn new(config: &McpServerConfig, options: ClientOptions) -> Result<McpHttpServer> {
+        config.validate()?;
+        if config.transport != McpTransport::Http {
+            return Err(McpError::Config {
+                server: config.name.clone(),
+                message: format!(
+                    "McpHttpServer needs transport http, not {}",
+                    config.transport
+                ),
+            });
+        }
+        let name = config.name.clone();
+        let url = config.url.clone().unwrap_or_default();
+        let auth = match config.resolved_api_key()? {
+            Some(k) => {
+                let value = format!("Bearer {k}");
+                if HeaderValue::from_str(&value).is_err() {
+                    return Err(McpError::Config {
+                        server: name,
+                        message:
+                            "api_key contains characters that cannot be sent in an HTTP header"
+                                .into(),
+                    });
+                }
+                Some(value)
+            }
+            None => None,
+        };
+        let agent: Agent = Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
+            .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
+            .timeout_per_read(Some(options.call_timeout))
+            .timeout_per_write(Some(options.call_timeout))
+            .user_agent(format!(
+                "{}/{}",
+                options.client_name, options.client_version
+            ))
+            .build()
+            .new_agent();
+        let permits = bounded(HTTP_MAX_CONCURRENT_POSTS);
+        for _ in 0..HTTP_MAX_CONCURRENT_POSTS {
+            let _ = permits.0.try_send(());
+        }
+        let (shutdown_tx, shutdown_rx) = bounded::<()>(0);
+        let stream_read_floor = if options.elicitation.is_some() {
+            options.elicitation_deadline
+        } else {
+            Duration::ZERO
+        };
+        let shared = Arc::new(Shared {
+            name: name.clone(),
+            shown_url: shown_url(&url),
+            url,
+            agent,
+            auth,
+            peer: OnceLock::new(),
+            session: Mutex::new(Session::default()),
+            session_changed: bounded(1),
+            recovery: Mutex::new(()),
+            permits,
+            closing: AtomicBool::new(false),
+            shutdown_tx: Mutex::new(Some(shutdown_tx)),
+            shutdown_rx,
+            listener: Mutex::new(Listener::default()),
+            listening: AtomicBool::new(false),
+            max_message_size: options.max_message_size,
+            stream_read_floor,
+        });
+        // Server requests can always be answered over HTTP (with a POST).
+        let caps = client_capabilities(&options, true);
+        let peer = Arc::new(Peer::new(
+            name,
+            options,
+            Box::new(HttpOutbound {
+                shared: Arc::clone(&shared),
+            }),
+            caps,
+        ));
+        let _ = shared.peer.set(Arc::downgrade(&peer));
+        Ok(McpHttpServer { peer, shared })
+    }
+
+    /// The endpoint URL, as configured.
+    pub fn url(&self) -> &str {
+        &self.shared.url
+    }
+
+    /// The `Mcp-Session-Id` the server assigned, if it uses sessions.
+    pub fn session_id(&self) -> Option<String> {
+        self.shared.snapshot().id
+    }
+
+    /// Whether the GET listening stream is open right now.
+    pub fn is_listening(&self) -> bool {
+        self.shared.listening.load(Ordering::Acquire)
+    }
+
+    /// How many requests are waiting for a response.
+    pub fn pending_requests(&self) -> usize {
+        self.peer.pending_count()
+    }
+
+    /// Ends the connection. `graceful`: wait (bounded) for the `DELETE` and
+    /// the listening thread; otherwise both are left to finish on their own.
+    fn shutdown(&self, graceful: bool) {
+        if self.shared.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.peer.fail_all(if graceful {
+            "closed by the client"
+        } else {
+            "the client was dropped"
+        });
+        // Wakes every wait (backoff, waiting for a session) at once.
+        self.shared.shutdown_tx.lock().take();
+        if !graceful {
+            let shared = Arc::clone(&self.shared);
+            let _ = std::thread::Builder::new()
+                .name(format!("mcp-{}-close", self.shared.name))
+                .stack_size(HTTP_THREAD_STACK)
+                .spawn(move || {
+                    shared.delete_session();
+                });
+            return;
+        }
+        // A successful DELETE also ends the server's streams, which lets the
+        // listening thread finish; otherwise it is not waited for (a blocked
+        // read cannot be interrupted) and ends at its next event or read
+        // timeout, seeing the connection closed.
+        let outcome = self.shared.delete_session();
+        let ended = matches!(outcome, Some((true, _)));
+        let (handle, done) = {
+            let mut l = self.shared.listener.lock();
+            (l.handle.take(), l.done.take())
+        };
+        if let (Some(h), Some(done)) = (handle, done) {
+            let wait = if ended {
+                HTTP_CLOSE_TIMEOUT
+            } else {
+                Duration::ZERO
+            };
+            match done.recv_timeout(wait) {
+                Err(RecvTimeoutError::Disconnected) => {
+                    let _ = h.join();
+                }
+                _ => ::log::debug!(
+                    target: "mcp_client",
+                    "[{}] the GET listener is still reading; detaching it",
+                    self.shared.name
+                ),
+            }
+        }
+        self.peer.lifecycle(match outcome {
+            Some((_, o)) => format!("closed ({o})"),
+            None => "closed".into(),
+        });
+    }
+}
+
+impl Drop for McpHttpServer {
+    fn drop(&mut self) {
+        // The fast path: nothing here waits for the network.
+        self.shutdown(false);
+    }
+}
+
+impl McpServerClient for McpHttpServer {
+    fn name(&self) -> &str {
+        &self.peer.name
+    }
+
+    fn initialize(&self) -> Result<InitializeInfo> {
+        self.peer.initialize()
+    }
+
+    fn list_tools(&self) -> Result<Vec<McpTool>> {
+        self.peer.list_tools()
+    }
+
+    fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<McpCallResult> {
+        self.peer.call_tool(name, arguments, options)
+    }
+
+    fn ping(&self) -> Result<()> {
+        self.peer.ping()
+    }
+
+    fn request(&self, method: &str, params: Option<Value>, options: &CallOptions) -> Result<Value> {
+        self.peer.request(method, params, options)
+    }
+
+    fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        self.peer.notify(method, params)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.shutdown(true);
+        Ok(())
+    }
+
+    fn is_connected(&self) -> bool {
+        self.peer.is_alive()
+    }
+
+    fn protocol_version(&self) -> Option<String> {
+        self.peer.init_info().map(|i| i.protocol_version)
+    }
+
+    fn server_capabilities(&self) -> Option<ServerCapabilities> {
+        self.peer.init_info().map(|i| i.capabilities)
+    }
+
+    fn server_info(&self) -> Option<Implementation> {
+        self.peer.init_info().map(|i| i.server_info)
+    }
+
+    fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        self.peer.cached_tools()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_secrets() {
+        assert_eq!(
+            shown_url("https://user:pw@example.test:8443/mcp?token=x#f"),
+            "https://example.test:8443/mcp"
+        );
+        assert_eq!(shown_url("http://127.0.0.1:9/"), "http://127.0.0.1:9/");
+        assert_eq!(shown_url("http://a@h"), "http://h");
+    }
+
+    #[test]
+    fn excerpts_are_short_and_single_line() {
+        assert_eq!(text_excerpt(b"  a\n\n b\tc "), "a b c");
+        assert_eq!(text_excerpt(b""), "(empty body)");
+        let long = "é".repeat(1000);
+        let e = text_excerpt(long.as_bytes());
+        assert_eq!(e.chars().count(), EXCERPT_CHARS + 1);
+        assert!(e.ends_with('…'));
+    }
+
+    #[test]
+    fn backoff_is_bounded() {
+        assert_eq!(backoff(None, 0), SSE_DEFAULT_RETRY);
+        assert_eq!(
+            backoff(Some(Duration::from_millis(200)), 1),
+            Duration::from_millis(200)
+        );
+        assert_eq!(
+            backoff(Some(Duration::from_millis(200)), 3),
+            Duration::from_millis(800)
+        );
+        assert_eq!(backoff(Some(Duration::from_secs(3600)), 0), SSE_MAX_RETRY);
+        assert_eq!(backoff(Some(Duration::ZERO), 0), SSE_MIN_RETRY);
+        assert_eq!(backoff(None, u32::MAX), SSE_MAX_RETRY);
+    }
+
+    #[test]
+    fn requests_are_told_apart() {
+        use serde_json::json;
+        assert_eq!(
+            as_request(&json!({"jsonrpc":"2.0","id":3,"method":"ping"})),
+            Some((3, "ping"))
+        );
+        assert_eq!(
+            as_request(&json!({"jsonrpc":"2.0","method":"notifications/x"})),
+            None
+        );
+        assert_eq!(
+            as_request(&json!({"jsonrpc":"2.0","id":3,"result":{}})),
+            None
+        );
+    }
+
+    #[test]
+    fn config_errors() {
+        let stdio = McpServerConfig::stdio("s", "true", Vec::<String>::new());
+        assert!(McpHttpServer::new(&stdio, ClientOptions::default()).is_err());
+        let bad = McpServerConfig::http("h", "http://127.0.0.1:1/mcp").with_api_key("a\nb");
+        let e = McpHttpServer::new(&bad, ClientOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("api_key"), "{e}");
+        assert!(!e.to_string().contains("a\nb"));
+    }
+
+    #[test]
+    fn connection_refused_is_a_typed_error() {
+        // Bind then drop a listener so the port is (very likely) closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cfg = McpServerConfig::http("nobody", format!("http://127.0.0.1:{port}/mcp"));
+        let e = McpHttpServer::connect(
+            &cfg,
+            ClientOptions::default().start_timeout(Duration::from_secs(10)),
+        )
+        .unwrap_err();
+        match &e {
+            McpError::Http {
+                server,
+                method,
+                status,
+                ..
+            } => {
+                assert_eq!(server, "nobody");
+                assert_eq!(method.as_deref(), Some("initialize"));
+                assert_eq!(*status, None);
+            }
+            other => panic!("expected an HTTP error, got {other:?}"),
+        }
+    }
+
+    #[allow(dead_code)]
+    fn assert_send_sync<T: Send + Sync>() {}
+    #[test]
+    fn server_is_send_sync() {
+        assert_send_sync::<McpHttpServer>();
+    }
+}
