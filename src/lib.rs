@@ -15,3 +15,8 @@ pub use error::{McpError, Result};
 pub use limits::*;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};
 pub use notification::{McpNotification, McpNotificationTx};
+pub mod store;
+pub use store::{
+    format_log_line, log_dir, log_file_path, sanitize_log_name, EventId, EventStatus, Store,
+    StoreConfig, StoreHandle, StoreStats, StoredEvent, Synchronous, SCHEMA_VERSION,
+};
