@@ -270,7 +270,13 @@ impl Worker {
                 event,
                 received_at,
                 reply,
-            }) => self.batch.push_event(event, received_at, Some(reply)),
+            }) => {
+                // Events already waiting in the channel were sent before
+                // this command: they go first, so a sender mixing the two
+                // paths keeps its order.
+                let _ = self.take_queued_events(); // failures are logged and counted
+                self.batch.push_event(event, received_at, Some(reply));
+            }
             Item::Cmd(Command::Shutdown { reply }) => stop.push(reply),
             Item::Cmd(cmd) => {
                 let flushed = self.barrier();
@@ -286,17 +292,7 @@ impl Worker {
     /// was already queued when the command arrived, so a command sees the
     /// effect of every send that completed before it was sent.
     fn barrier(&mut self) -> Result<()> {
-        let mut result = Ok(());
-        let n = self.inbox.events.len();
-        for _ in 0..n {
-            let Ok(e) = self.inbox.events.try_recv() else {
-                break;
-            };
-            self.batch.push_event(e, SystemTime::now(), None);
-            if self.batch.len() >= self.batch_max {
-                keep_first(&mut result, self.commit());
-            }
-        }
+        let mut result = self.take_queued_events();
         let n = self.inbox.logs.len();
         for _ in 0..n {
             let Ok(l) = self.inbox.logs.try_recv() else {
@@ -308,6 +304,22 @@ impl Worker {
             }
         }
         keep_first(&mut result, self.commit());
+        result
+    }
+
+    /// Moves the events queued in the event channel right now into the
+    /// batch, committing whenever it is full; returns the first commit error.
+    fn take_queued_events(&mut self) -> Result<()> {
+        let mut result = Ok(());
+        for _ in 0..self.inbox.events.len() {
+            let Ok(e) = self.inbox.events.try_recv() else {
+                break;
+            };
+            self.batch.push_event(e, SystemTime::now(), None);
+            if self.batch.len() >= self.batch_max {
+                keep_first(&mut result, self.commit());
+            }
+        }
         result
     }
 
