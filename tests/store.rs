@@ -540,6 +540,55 @@ fn shutdown_drains_what_is_queued_and_later_calls_fail_cleanly() {
     assert!(all.iter().map(n_of).eq(0..1000));
 }
 
+#[test]
+fn shutdown_racing_with_writers_neither_hangs_nor_loses_an_ack() {
+    let tmp = TempDir::new();
+    let store = Store::open(tmp.config()).unwrap();
+    let (done_tx, done_rx) = crossbeam_channel::unbounded();
+    let (started_tx, started_rx) = crossbeam_channel::bounded(8);
+    for w in 0..8 {
+        let h = store.handle();
+        let done = done_tx.clone();
+        let started = started_tx.clone();
+        thread::spawn(move || {
+            let mut acked = Vec::new();
+            let mut error = None;
+            for i in 0..100_000 {
+                match h.insert_event(ev(&format!("r{w}"), i)) {
+                    Ok(id) => acked.push(id),
+                    Err(e) => {
+                        error = Some(e.to_string());
+                        break;
+                    }
+                }
+                if i == 10 {
+                    let _ = started.send(());
+                }
+            }
+            let _ = done.send((acked, error));
+        });
+    }
+    drop(done_tx);
+    for _ in 0..8 {
+        started_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    }
+    store.close().unwrap();
+    let mut acked = Vec::new();
+    for _ in 0..8 {
+        let (ids, error) = done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a writer hung across shutdown");
+        let error = error.expect("writer finished 100k inserts before shutdown");
+        assert!(error.contains("shut down"), "{error}");
+        acked.extend(ids);
+    }
+    let store = Store::open(tmp.config()).unwrap();
+    for id in acked {
+        assert!(store.get_event(id).unwrap().is_some(), "acked {id} lost");
+    }
+    store.close().unwrap();
+}
+
 fn log_file_path_of(tmp: &TempDir, server: &str) -> PathBuf {
     skald_mcp::log_file_path(&tmp.0, server)
 }

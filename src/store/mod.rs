@@ -30,10 +30,20 @@
 //! # Ordering
 //!
 //! Events get increasing ids in the order the store receives them; each
-//! sender's events keep their order. Every command (a query, a write,
-//! [`StoreHandle::flush`]) first commits what was received before it and
-//! everything already waiting in the event and log channels, so it observes
-//! every send that completed before the command was issued.
+//! sender's events keep their order, also when one sender mixes the channel
+//! and [`StoreHandle::insert_event`] (a blocking insert is ordered after the
+//! events already waiting in the channel). Every other command (a query, a
+//! write, [`StoreHandle::flush`]) first commits what was received before it
+//! and everything already waiting in the event and log channels, so it
+//! observes every send that completed before the command was issued.
+//!
+//! # Errors
+//!
+//! A failing batch (full disk, read-only database) is rolled back, reported
+//! with `log::error!`, counted in [`StoreStats::events_failed`], and its
+//! error is returned to every blocking caller whose event was in it and to
+//! a [`StoreHandle::flush`] that committed it. The store thread keeps
+//! running; nothing is dropped without a report.
 //!
 //! ```
 //! use skald_mcp::{McpNotification, Store, StoreConfig};
