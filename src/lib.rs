@@ -53,6 +53,7 @@ pub mod sampling;
 pub mod schema;
 pub mod sse;
 pub mod stdio;
+pub mod store;
 pub mod task;
 pub mod tool;
 
@@ -81,3 +82,8 @@ pub use sampling::{SamplingHandler, SamplingMessage, SamplingRequest, SamplingRe
 pub use stdio::McpServer;
 pub use task::{clamp_poll_interval, poll_deadline, CreateTaskResult, TaskStatus};
 pub use tool::{McpTool, TaskSupport, ToolAnnotations};
+
+pub use store::{
+    format_log_line, log_dir, log_file_path, sanitize_log_name, EventId, EventStatus, Store,
+    StoreConfig, StoreHandle, StoreStats, StoredEvent, Synchronous, SCHEMA_VERSION,
+};
