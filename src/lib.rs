@@ -59,7 +59,7 @@ pub mod tool;
 
 pub use cancel::{cancelled_notification, tasks_cancel_request, CancelToken};
 pub use client::{
-    list_all, CallOptions, ClientOptions, Completion, CompletionRef, Implementation,
+    list_all, CallOptions, ClientOptions, Completion, CompletionRef, Disconnect, Implementation,
     InitializeInfo, McpServerClient, OutputSchemaPolicy, Progress, ProgressFn, ServerCapabilities,
 };
 pub use config::{validate_server_name, McpServerConfig, McpTransport};

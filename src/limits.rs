@@ -193,3 +193,15 @@ pub const MAX_LOG_NAME_LEN: usize = 128;
 /// The most per-server log files the store keeps open at once; when a new
 /// one is needed beyond this, all are flushed and closed.
 pub const MAX_OPEN_LOG_FILES: usize = 64;
+
+// ---- Manager -------------------------------------------------------------------
+
+/// The wait before the first restart of a crashed stdio server (doubled
+/// after each failed attempt). Restarting is off unless enabled.
+pub const RESTART_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The longest wait between two restart attempts.
+pub const RESTART_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Restart attempts before the manager gives up on a crashed server.
+pub const RESTART_MAX_ATTEMPTS: u32 = 10;

@@ -434,3 +434,67 @@ fn the_example_shuts_down_cleanly_on_sigint() {
         "a server outlived the example"
     );
 }
+
+#[test]
+fn a_killed_server_is_restarted_with_backoff() {
+    let dir = tempdir();
+    let mut cfg = config(&dir);
+    cfg.restart = skald_mcp::manager::RestartPolicy {
+        enabled: true,
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_secs(1),
+        max_attempts: 5,
+    };
+    let m = McpManager::open(cfg).unwrap();
+    m.register(demo_cfg("demo")).unwrap();
+    let pid: u32 = text(m.call("mcp__demo__pid", json!({})).unwrap())
+        .parse()
+        .unwrap();
+    // SAFETY: killing the server child this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    // While it restarts, calls fail fast with a clear error (or already
+    // reach the new process).
+    let t = std::time::Instant::now();
+    match m.call("mcp__demo__echo", json!({"text": "during"})) {
+        Ok(r) => assert_eq!(text(r), "during"),
+        Err(e) => assert!(matches!(e, McpError::Disconnected { .. }), "{e}"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(5));
+    let back = eventually(Duration::from_secs(20), || {
+        m.call("mcp__demo__pid", json!({}))
+            .ok()
+            .and_then(|r| text(r).parse::<u32>().ok())
+            .is_some_and(|p| p != pid)
+    });
+    assert!(back, "the server did not come back");
+    assert_eq!(
+        text(m.call("mcp__demo__echo", json!({"text": "again"})).unwrap()),
+        "again"
+    );
+    assert_eq!(status(&m, "demo"), ServerStatus::Connected);
+    m.store().flush().unwrap();
+    let log = std::fs::read_to_string(m.store().log_path("demo")).unwrap();
+    assert!(log.contains("restart attempt 1/5"), "{log}");
+    assert!(log.contains("restarted after 1 attempt(s)"), "{log}");
+    m.close().unwrap();
+}
+
+#[test]
+fn without_restart_a_crash_stays_visible() {
+    let dir = tempdir();
+    let m = McpManager::open(config(&dir)).unwrap();
+    m.register(demo_cfg("demo")).unwrap();
+    let pid: u32 = text(m.call("mcp__demo__pid", json!({})).unwrap())
+        .parse()
+        .unwrap();
+    // SAFETY: killing the server child this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    assert!(eventually(Duration::from_secs(10), || matches!(
+        status(&m, "demo"),
+        ServerStatus::Failed(_)
+    )));
+    assert!(matches!(
+        m.call("mcp__demo__echo", json!({"text": "x"})),
+        Err(McpError::Disconnected { .. })
+    ));
+}

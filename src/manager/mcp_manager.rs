@@ -14,13 +14,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crossbeam_channel::{after, select, Receiver, Sender};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 
-use crate::client::{CallOptions, ClientOptions, McpServerClient};
+use crate::client::{CallOptions, ClientOptions, Disconnect, McpServerClient};
 use crate::config::{validate_server_name, McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::http::McpHttpServer;
+use crate::limits::{RESTART_INITIAL_BACKOFF, RESTART_MAX_ATTEMPTS, RESTART_MAX_BACKOFF};
 use crate::log::{LogTag, McpLogLine};
 use crate::manager::lazy::{self, Grants, ServerListing};
 use crate::manager::media::{MediaStore, MEDIA_URL_PREFIX};
@@ -28,6 +30,42 @@ use crate::manager::naming::parse_mcp_tool_name;
 use crate::manager::ToolResult;
 use crate::stdio::McpServer;
 use crate::store::{Store, StoreConfig, StoreHandle};
+
+/// Whether and how a stdio server that exits unexpectedly is restarted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Off by default (tests want crashes to stay visible).
+    pub enabled: bool,
+    /// The wait before the first attempt; doubled after each failure.
+    pub initial_backoff: std::time::Duration,
+    /// The longest wait between attempts.
+    pub max_backoff: std::time::Duration,
+    /// Attempts before giving up (the server then stays failed).
+    pub max_attempts: u32,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy {
+            enabled: false,
+            initial_backoff: RESTART_INITIAL_BACKOFF,
+            max_backoff: RESTART_MAX_BACKOFF,
+            max_attempts: RESTART_MAX_ATTEMPTS,
+        }
+    }
+}
+
+impl RestartPolicy {
+    /// The wait before attempt `n` (1-based).
+    pub fn backoff(&self, n: u32) -> std::time::Duration {
+        let factor = 1u32
+            .checked_shl(n.saturating_sub(1).min(31))
+            .unwrap_or(u32::MAX);
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
+    }
+}
 
 /// How a manager is set up.
 #[derive(Debug, Clone)]
@@ -46,6 +84,8 @@ pub struct ManagerConfig {
     /// Tool-group names the embedder reserves for its own tools (e.g.
     /// `config`); they cannot be server names.
     pub reserved_groups: Vec<String>,
+    /// Restarting crashed stdio servers.
+    pub restart: RestartPolicy,
 }
 
 impl ManagerConfig {
@@ -60,6 +100,7 @@ impl ManagerConfig {
             media_url_prefix: MEDIA_URL_PREFIX.to_owned(),
             client: ClientOptions::default(),
             reserved_groups: vec!["config".to_owned()],
+            restart: RestartPolicy::default(),
         }
     }
 }
@@ -143,6 +184,16 @@ struct Inner {
     /// Servers whose start is scheduled or running.
     starting: Mutex<HashSet<String>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Servers being restarted after a crash.
+    restarting: Mutex<HashSet<String>>,
+    /// Restart threads, joined at close.
+    restart_threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Crashes reported by connections (when restart is on).
+    disconnect_tx: Option<Sender<Disconnect>>,
+    /// Dropped at close: wakes the supervisor and restart waits.
+    shutdown_tx: Mutex<Option<Sender<()>>>,
+    shutdown_rx: Receiver<()>,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
     closed: AtomicBool,
 }
 
@@ -183,7 +234,16 @@ impl McpManager {
         let store = Store::open(StoreConfig::new(&config.db_path, &config.log_root))?;
         let handle = store.handle();
         let media = MediaStore::new(&config.media_dir, config.media_url_prefix.clone());
+        let (shutdown_tx, shutdown_rx) = crossbeam_channel::bounded::<()>(0);
+        let (disconnect_tx, disconnect_rx) = crossbeam_channel::unbounded::<Disconnect>();
+        let restart_on = config.restart.enabled;
         let inner = Arc::new(Inner {
+            restarting: Mutex::new(HashSet::new()),
+            restart_threads: Mutex::new(Vec::new()),
+            disconnect_tx: restart_on.then_some(disconnect_tx),
+            shutdown_tx: Mutex::new(Some(shutdown_tx)),
+            shutdown_rx,
+            supervisor: Mutex::new(None),
             store: Mutex::new(Some(store)),
             handle,
             config,
@@ -229,6 +289,17 @@ impl McpManager {
                 source,
             })?;
         inner.threads.lock().push(startup);
+        if restart_on {
+            let bg = Arc::clone(&inner);
+            let sup = std::thread::Builder::new()
+                .name("skald-mcp-supervisor".into())
+                .spawn(move || bg.supervise(disconnect_rx))
+                .map_err(|source| McpError::Io {
+                    context: "spawning the manager's supervisor thread".into(),
+                    source,
+                })?;
+            *inner.supervisor.lock() = Some(sup);
+        }
         Ok(McpManager { inner })
     }
 
@@ -627,18 +698,96 @@ impl Inner {
         let mut o = self.config.client.clone();
         o.notifications = Some(self.handle.events_sender());
         o.logs = Some(self.handle.log_sender());
+        o.disconnects = self.disconnect_tx.clone();
         o
+    }
+
+    /// Receives crash reports and starts one restart thread per server.
+    fn supervise(self: Arc<Self>, rx: Receiver<Disconnect>) {
+        loop {
+            select! {
+                recv(rx) -> d => {
+                    let Ok(d) = d else { return };
+                    let dead = self.servers.read().get(&d.server).is_some_and(|c| !c.is_connected());
+                    if !dead || !self.restarting.lock().insert(d.server.clone()) {
+                        continue;
+                    }
+                    let inner = Arc::clone(&self);
+                    let name = d.server.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("mcp-restart-{}", d.server))
+                        .spawn(move || inner.restart_with_backoff(&d.server));
+                    match spawned {
+                        Ok(h) => {
+                            let mut threads = self.restart_threads.lock();
+                            threads.retain(|t| !t.is_finished());
+                            threads.push(h);
+                        }
+                        Err(_) => {
+                            self.restarting.lock().remove(&name);
+                        }
+                    }
+                }
+                recv(self.shutdown_rx) -> _ => return,
+            }
+        }
+    }
+
+    fn restart_with_backoff(&self, name: &str) {
+        let policy = &self.config.restart;
+        let mut restarted = false;
+        for n in 1..=policy.max_attempts.max(1) {
+            let wait = policy.backoff(n);
+            self.lifecycle(
+                name,
+                format!(
+                    "restart attempt {n}/{} in {} ms",
+                    policy.max_attempts,
+                    wait.as_millis()
+                ),
+            );
+            select! {
+                recv(self.shutdown_rx) -> _ => break,
+                recv(after(wait)) -> _ => {}
+            }
+            if self.closed.load(Ordering::Acquire) {
+                break;
+            }
+            let cfg = match self.handle.get_server(name) {
+                Ok(Some(c)) if c.enabled => c,
+                _ => {
+                    self.lifecycle(name, "not restarted: removed or disabled");
+                    break;
+                }
+            };
+            if self.start_one(&cfg).is_ok() {
+                self.lifecycle(name, format!("restarted after {n} attempt(s)"));
+                restarted = true;
+                break;
+            }
+        }
+        if !restarted && !self.closed.load(Ordering::Acquire) {
+            self.lifecycle(name, "restart gave up");
+        }
+        self.restarting.lock().remove(name);
     }
 
     fn live_client(&self, server: &str) -> Result<Arc<dyn McpServerClient>> {
         if let Some(c) = self.servers.read().get(server) {
-            if c.is_connected() {
+            if c.is_connected() && !self.restarting.lock().contains(server) {
                 return Ok(Arc::clone(c));
             }
             return Err(McpError::Disconnected {
                 server: server.to_owned(),
                 method: Some("tools/call".into()),
                 reason: "the server's connection is dead; restart it".into(),
+            });
+        }
+        if self.restarting.lock().contains(server) {
+            return Err(McpError::Disconnected {
+                server: server.to_owned(),
+                method: Some("tools/call".into()),
+                reason: "the server crashed and is being restarted".into(),
             });
         }
         if self.starting.lock().contains(server) {
@@ -754,7 +903,11 @@ impl Inner {
         for c in connecting {
             let _ = c.close();
         }
-        let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
+        // Wake the supervisor and any restart wait, then join them.
+        drop(self.shutdown_tx.lock().take());
+        let mut threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
+        threads.extend(self.supervisor.lock().take());
+        threads.append(&mut self.restart_threads.lock());
         for t in threads {
             let _ = t.join();
         }

@@ -12,7 +12,9 @@ pub use lazy::{
     activate_tools_definition, openai_tool_definition, parse_activate_args, render_mcp_list,
     Grants, ServerListing, ACTIVATE_TOOLS,
 };
-pub use mcp_manager::{GrantScope, ManagerConfig, McpManager, McpServerInfo, ServerStatus};
+pub use mcp_manager::{
+    GrantScope, ManagerConfig, McpManager, McpServerInfo, RestartPolicy, ServerStatus,
+};
 pub use media::{
     content_type_for_ext, ext_for_mime, is_media_file_name, MediaStore, MEDIA_URL_PREFIX,
 };
