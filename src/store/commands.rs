@@ -60,6 +60,10 @@ pub(crate) enum Command {
         limit: usize,
         reply: Reply<Vec<StoredEvent>>,
     },
+    RecentEvents {
+        limit: usize,
+        reply: Reply<Vec<StoredEvent>>,
+    },
     GetEvent {
         id: EventId,
         reply: Reply<Option<StoredEvent>>,

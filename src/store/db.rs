@@ -125,6 +125,23 @@ pub(crate) fn pending_events(conn: &Connection, limit: usize) -> Result<Vec<Stor
     raws.into_iter().map(decode_event).collect()
 }
 
+/// The newest `limit` events of any status, oldest first.
+pub(crate) fn recent_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
+    let ctx = "reading recent events";
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT * FROM (SELECT {EVENT_COLUMNS} FROM mcp_events ORDER BY id DESC LIMIT ?1) ORDER BY id"
+        ))
+        .map_err(sql_err(ctx))?;
+    let raws = st
+        .query_map([limit], event_from_row)
+        .map_err(sql_err(ctx))?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql_err(ctx))?;
+    raws.into_iter().map(decode_event).collect()
+}
+
 /// One event by id, whatever its status.
 pub(crate) fn get_event(conn: &Connection, id: EventId) -> Result<Option<StoredEvent>> {
     let ctx = "reading an event";

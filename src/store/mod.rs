@@ -337,6 +337,14 @@ impl StoreHandle {
         })
     }
 
+    /// The newest `limit` events of any status, oldest first.
+    pub fn recent_events(&self, limit: usize) -> Result<Vec<StoredEvent>> {
+        self.call("reading recent events", |reply| Command::RecentEvents {
+            limit,
+            reply,
+        })
+    }
+
     /// One event by id, whatever its status.
     pub fn get_event(&self, id: EventId) -> Result<Option<StoredEvent>> {
         self.call("reading an event", |reply| Command::GetEvent { id, reply })

@@ -374,6 +374,9 @@ impl Worker {
             Command::PendingEvents { limit, reply } => {
                 let _ = reply.send(db::pending_events(&self.conn, limit));
             }
+            Command::RecentEvents { limit, reply } => {
+                let _ = reply.send(db::recent_events(&self.conn, limit));
+            }
             Command::GetEvent { id, reply } => {
                 let _ = reply.send(db::get_event(&self.conn, id));
             }
