@@ -126,6 +126,8 @@ struct Shared {
     agent: Agent,
     /// `Bearer <api_key>`, resolved.
     auth: Option<String>,
+    /// OAuth, when configured: its token replaces `auth`.
+    oauth: Option<Arc<crate::auth::OAuthClient>>,
     peer: OnceLock<Weak<Peer>>,
     session: Mutex<Session>,
     /// Signalled when a new session is established.
@@ -159,6 +161,12 @@ struct Job {
 enum Failure {
     /// `404` on a request that carried a session id.
     SessionExpired(String),
+    /// `401`/`403` with OAuth configured: authorize, then retry.
+    Unauthorized {
+        status: u16,
+        www_authenticate: Option<String>,
+        sent: Option<String>,
+    },
     /// Anything else; the call fails with this error.
     Error(McpError),
 }
@@ -391,7 +399,11 @@ impl Shared {
         s: &Session,
         initialize: bool,
     ) -> RequestBuilder<B> {
-        if let Some(a) = &self.auth {
+        if let Some(o) = &self.oauth {
+            if let Some(a) = o.authorization() {
+                rb = rb.header("Authorization", a);
+            }
+        } else if let Some(a) = &self.auth {
             rb = rb.header("Authorization", a.as_str());
         }
         if !initialize {
@@ -469,15 +481,72 @@ impl Shared {
             })
     }
 
+    /// The `Unauthorized` failure for a `401`/`403` response.
+    fn unauthorized(&self, status: u16, resp: &Response<Body>) -> Failure {
+        Failure::Unauthorized {
+            status,
+            www_authenticate: resp
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            sent: self.oauth.as_ref().and_then(|o| o.current()),
+        }
+    }
+
+    /// Runs the OAuth flow for a challenge; `Ok` means: retry.
+    fn authorize(
+        &self,
+        peer: &Peer,
+        status: u16,
+        www: Option<&str>,
+        sent: Option<&str>,
+    ) -> Result<()> {
+        let Some(o) = &self.oauth else {
+            return Err(self.http_err(None, Some(status), "unauthorized".into()));
+        };
+        peer.lifecycle(format!("HTTP {status}: authorizing with OAuth"));
+        o.handle_challenge(status, www, sent)
+    }
+
     /// Posts one request and reads its answer; on an expired session,
-    /// re-initializes once and posts it again.
+    /// re-initializes once and posts it again; on an authorization
+    /// challenge, authorizes and posts it again (a bounded number of times).
     fn run_request(&self, peer: &Arc<Peer>, job: Job) {
         let mut recovered = false;
+        let mut auth_attempts = 0;
         loop {
             let session = self.snapshot();
             let err = match self.post_request(peer, &job, &session) {
                 Ok(()) => return,
                 Err(Failure::Error(e)) => e,
+                Err(Failure::Unauthorized {
+                    status,
+                    www_authenticate,
+                    sent,
+                }) => {
+                    auth_attempts += 1;
+                    if auth_attempts > crate::limits::AUTH_MAX_ATTEMPTS {
+                        McpError::Auth {
+                            server: self.name.clone(),
+                            message: format!(
+                                "still HTTP {status} after {} authorization attempts",
+                                auth_attempts - 1
+                            ),
+                        }
+                    } else {
+                        match self.authorize(
+                            peer,
+                            status,
+                            www_authenticate.as_deref(),
+                            sent.as_deref(),
+                        ) {
+                            Ok(()) if peer.is_pending(job.id) => continue,
+                            Ok(()) => return,
+                            Err(e) => e,
+                        }
+                    }
+                }
                 Err(Failure::SessionExpired(excerpt)) => {
                     if recovered || self.closing() {
                         self.http_err(
@@ -564,6 +633,9 @@ impl Shared {
         let status = resp.status().as_u16();
         if status == 404 && session.id.is_some() && !initialize {
             return Err(Failure::SessionExpired(body_excerpt(resp.into_body())));
+        }
+        if (status == 401 || status == 403) && self.oauth.is_some() {
+            return Err(self.unauthorized(status, &resp));
         }
         if !(200..300).contains(&status) {
             return Err(Failure::Error(self.status_err(method, resp)));
@@ -909,6 +981,18 @@ impl Shared {
 
     /// Posts a notification or a reply and expects `202 Accepted`.
     fn post_message(self: &Arc<Self>, msg: &Value, deadline: Instant) -> Result<()> {
+        self.post_message_once(msg, deadline, true)
+    }
+
+    /// One attempt of [`post_message`](Self::post_message); with
+    /// `retry_auth`, an authorization challenge is answered and the message
+    /// posted once more.
+    fn post_message_once(
+        self: &Arc<Self>,
+        msg: &Value,
+        deadline: Instant,
+        retry_auth: bool,
+    ) -> Result<()> {
         let method = msg.get("method").and_then(Value::as_str);
         let session = self.snapshot();
         let timeout = deadline
@@ -929,6 +1013,19 @@ impl Shared {
             .send(&body[..])
             .map_err(|e| self.transport_err(method, "POST", &e))?;
         let status = resp.status().as_u16();
+        if (status == 401 || status == 403) && self.oauth.is_some() && retry_auth {
+            if let Failure::Unauthorized {
+                status,
+                www_authenticate,
+                sent,
+            } = self.unauthorized(status, &resp)
+            {
+                if let Some(o) = &self.oauth {
+                    o.handle_challenge(status, www_authenticate.as_deref(), sent.as_deref())?;
+                }
+            }
+            return self.post_message_once(msg, deadline, false);
+        }
         if (200..300).contains(&status) {
             if method == Some("notifications/initialized") {
                 self.ensure_listener();
@@ -1299,6 +1396,10 @@ impl McpHttpServer {
             }
             None => None,
         };
+        let oauth = options
+            .oauth
+            .clone()
+            .map(|o| Arc::new(crate::auth::OAuthClient::new(&name, &url, o)));
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
             .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
@@ -1326,6 +1427,7 @@ impl McpHttpServer {
             shown_url: shown_url(&url),
             url,
             agent,
+            oauth,
             auth,
             peer: OnceLock::new(),
             session: Mutex::new(Session::default()),

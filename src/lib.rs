@@ -34,6 +34,7 @@
 //! * [`error`] — [`McpError`].
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod cancel;
 pub mod client;
 pub mod config;

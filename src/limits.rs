@@ -205,3 +205,23 @@ pub const RESTART_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Restart attempts before the manager gives up on a crashed server.
 pub const RESTART_MAX_ATTEMPTS: u32 = 10;
+
+// ---- OAuth -------------------------------------------------------------------
+
+/// The overall timeout of one OAuth HTTP request (discovery, registration,
+/// token endpoint).
+pub const AUTH_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest OAuth metadata or token response accepted, in bytes.
+pub const AUTH_MAX_BODY: usize = 1024 * 1024;
+
+/// How many `403 insufficient_scope` step-ups one connection attempts
+/// before the request fails.
+pub const AUTH_MAX_STEP_UPS: u32 = 2;
+
+/// An access token this close to expiry is refreshed before use.
+pub const AUTH_TOKEN_EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+
+/// How many times one request is retried after an authorization
+/// challenge (a `401` that keeps coming back stops here).
+pub const AUTH_MAX_ATTEMPTS: u32 = 3;

@@ -793,7 +793,9 @@ impl Peer {
 
     fn malformed(&self, bytes: &[u8], e: FrameError) {
         if let Some(RequestId::Number(id)) = &e.id {
-            if let Some(p) = self.pending.lock().remove(id) {
+            // Bound first, so the pending lock is not held across the send.
+            let entry = self.pending.lock().remove(id);
+            if let Some(p) = entry {
                 let _ = p.tx.send(CallEvent::Failed(McpError::Protocol {
                     server: self.name.clone(),
                     method: Some(p.method),
