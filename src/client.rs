@@ -119,6 +119,16 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// A connection that ended without the client closing it (the child
+/// exited, its stdout closed, the transport failed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disconnect {
+    /// The server name.
+    pub server: String,
+    /// Why it ended.
+    pub reason: String,
+}
+
 /// A progress callback; runs on the calling thread, between waits.
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
@@ -258,6 +268,9 @@ pub struct ClientOptions {
     pub sampling_deadline: Duration,
     /// Answers `roots/list`; advertised (with `listChanged`) only when set.
     pub roots: Option<Arc<dyn RootsProvider>>,
+    /// Told once when the connection ends without the client closing it
+    /// (used by the manager to restart a crashed server).
+    pub disconnects: Option<crossbeam_channel::Sender<Disconnect>>,
     /// How `structuredContent` is checked against a tool's `outputSchema`
     /// (known once the tools were listed).
     pub output_schema_validation: OutputSchemaPolicy,
@@ -286,6 +299,7 @@ impl Default for ClientOptions {
             sampling: None,
             sampling_deadline: limits::SAMPLING_DEADLINE,
             roots: None,
+            disconnects: None,
             output_schema_validation: OutputSchemaPolicy::Error,
             client_name: limits::CLIENT_NAME.to_owned(),
             client_version: limits::CLIENT_VERSION.to_owned(),
@@ -312,6 +326,7 @@ impl fmt::Debug for ClientOptions {
             .field("sampling", &self.sampling.is_some())
             .field("sampling_deadline", &self.sampling_deadline)
             .field("roots", &self.roots.is_some())
+            .field("disconnects", &self.disconnects.is_some())
             .field("output_schema_validation", &self.output_schema_validation)
             .finish()
     }

@@ -3,10 +3,11 @@
 //! A synchronous Model Context Protocol client: dedicated OS threads, blocking
 //! calls, crossbeam channels. No async runtime.
 //!
-//! ```no_run
+//! ```
 //! use serde_json::json;
 //! use skald_mcp::{ClientOptions, McpServer, McpServerClient, McpServerConfig};
 //!
+//! // The bundled demo server (doctests run from the crate root).
 //! let cfg = McpServerConfig::stdio("demo", "python3", ["scripts/demo_mcp_server.py"]);
 //! let server = McpServer::connect(&cfg, ClientOptions::default())?;
 //! let tools = server.list_tools()?;
@@ -53,12 +54,13 @@ pub mod sampling;
 pub mod schema;
 pub mod sse;
 pub mod stdio;
+pub mod store;
 pub mod task;
 pub mod tool;
 
 pub use cancel::{cancelled_notification, tasks_cancel_request, CancelToken};
 pub use client::{
-    list_all, CallOptions, ClientOptions, Completion, CompletionRef, Implementation,
+    list_all, CallOptions, ClientOptions, Completion, CompletionRef, Disconnect, Implementation,
     InitializeInfo, McpServerClient, OutputSchemaPolicy, Progress, ProgressFn, ServerCapabilities,
 };
 pub use config::{validate_server_name, McpServerConfig, McpTransport};
@@ -81,3 +83,8 @@ pub use sampling::{SamplingHandler, SamplingMessage, SamplingRequest, SamplingRe
 pub use stdio::McpServer;
 pub use task::{clamp_poll_interval, poll_deadline, CreateTaskResult, TaskStatus};
 pub use tool::{McpTool, TaskSupport, ToolAnnotations};
+
+pub use store::{
+    format_log_line, log_dir, log_file_path, sanitize_log_name, EventId, EventStatus, Store,
+    StoreConfig, StoreHandle, StoreStats, StoredEvent, Synchronous, SCHEMA_VERSION,
+};

@@ -145,3 +145,70 @@ pub const SSE_MAX_RETRY: Duration = Duration::from_secs(30);
 /// the client gives up: the waiting call fails, or the GET listener stops
 /// until the next session.
 pub const SSE_MAX_RECONNECTS: u32 = 5;
+
+/// The name of the store thread (visible in `top -H`, debuggers and panics).
+pub const STORE_THREAD_NAME: &str = "skald-mcp-store";
+
+/// The most events and log lines the store writes in one transaction (one
+/// batch). A burst is split into batches of this size; the default of
+/// [`StoreConfig::batch_max`](crate::StoreConfig::batch_max).
+pub const STORE_BATCH_MAX: usize = 4096;
+
+/// The longest a fire-and-forget event or log line waits in the store thread
+/// before its batch is committed (log files flushed) when events only
+/// trickle in. Events inserted with a blocking call are committed as soon as
+/// the queues are momentarily empty, without this wait. The default of
+/// [`StoreConfig::flush_interval`](crate::StoreConfig::flush_interval).
+pub const STORE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Capacity of the store's event channel (the one
+/// [`StoreHandle::events_sender`](crate::StoreHandle::events_sender) returns).
+/// When it is full a sender blocks until the store catches up
+/// (backpressure); nothing is dropped.
+pub const STORE_EVENT_QUEUE_CAPACITY: usize = 16 * 1024;
+
+/// Capacity of the store's log-line channel (the one
+/// [`StoreHandle::log_sender`](crate::StoreHandle::log_sender) returns).
+/// When it is full a sender blocks (backpressure); nothing is dropped.
+pub const STORE_LOG_QUEUE_CAPACITY: usize = 16 * 1024;
+
+/// How long an SQLite statement waits for a lock held by another connection
+/// (e.g. an `sqlite3` shell on the same file) before it fails.
+pub const STORE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many passes the store makes over its queues at shutdown to drain what
+/// was queued; each pass takes at most what was queued when it began, so a
+/// producer that never stops cannot keep the store from closing.
+pub const STORE_SHUTDOWN_DRAIN_PASSES: usize = 16;
+
+/// Size at which a per-server log file is rotated: a line that would make
+/// `<name>.log` pass this many bytes first moves it to `<name>.log.1` (the
+/// one backup kept). The default of
+/// [`StoreConfig::log_max_bytes`](crate::StoreConfig::log_max_bytes).
+pub const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
+
+/// Width of the padded tag column of a log file line: the longest tags,
+/// `[emergency]` and `[lifecycle]`, plus one space, so that the text column
+/// aligns (`2026-07-03T12:34:56.789Z [stderr]     INFO: server ready`).
+pub const LOG_TAG_WIDTH: usize = "[emergency]".len() + 1;
+
+/// The longest sanitized server name used as a log file stem. A longer name
+/// is cut and suffixed with a hash of the full name, so that two long names
+/// sharing a prefix still get different files.
+pub const MAX_LOG_NAME_LEN: usize = 128;
+
+/// The most per-server log files the store keeps open at once; when a new
+/// one is needed beyond this, all are flushed and closed.
+pub const MAX_OPEN_LOG_FILES: usize = 64;
+
+// ---- Manager -------------------------------------------------------------------
+
+/// The wait before the first restart of a crashed stdio server (doubled
+/// after each failed attempt). Restarting is off unless enabled.
+pub const RESTART_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The longest wait between two restart attempts.
+pub const RESTART_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Restart attempts before the manager gives up on a crashed server.
+pub const RESTART_MAX_ATTEMPTS: u32 = 10;

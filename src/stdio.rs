@@ -85,7 +85,7 @@ impl Outbound for StdioOutbound {
 
 /// A connection to an MCP server running as a child process.
 ///
-/// ```no_run
+/// ```
 /// use skald_mcp::{ClientOptions, McpServer, McpServerClient, McpServerConfig};
 /// let cfg = McpServerConfig::stdio("demo", "python3", ["scripts/demo_mcp_server.py"]);
 /// let server = McpServer::connect(&cfg, ClientOptions::default())?;
@@ -537,6 +537,12 @@ fn reader_loop(
                     limit: max,
                 });
                 peer.lifecycle(format!("disconnected: {reason}; killing it"));
+                if let Some(tx) = &peer.opts.disconnects {
+                    let _ = tx.try_send(crate::client::Disconnect {
+                        server: peer.name.clone(),
+                        reason: reason.clone(),
+                    });
+                }
                 signal_group(pid, libc::SIGKILL);
                 // Drain to EOF so the pipe does not block the dying group.
                 let _ = io::copy(&mut r, &mut io::sink());
@@ -548,6 +554,12 @@ fn reader_loop(
     peer.fail_all(&reason);
     if !closing.load(Ordering::Acquire) {
         peer.lifecycle(format!("disconnected: {reason}"));
+        if let Some(tx) = &peer.opts.disconnects {
+            let _ = tx.try_send(crate::client::Disconnect {
+                server: peer.name.clone(),
+                reason,
+            });
+        }
     }
 }
 

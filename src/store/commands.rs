@@ -1,0 +1,108 @@
+//! The messages a [`StoreHandle`](super::StoreHandle) sends to the store
+//! thread. Every command that expects an answer carries its own reply channel.
+
+use std::time::SystemTime;
+
+use crossbeam_channel::Sender;
+
+use crate::config::McpServerConfig;
+use crate::error::Result;
+use crate::notification::McpNotification;
+
+use super::{EventId, StoredEvent};
+
+/// The channel a command's result comes back on (capacity 1).
+pub(crate) type Reply<T> = Sender<Result<T>>;
+
+/// Which grant table a grant command addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GrantScope {
+    /// `session_mcp_grants`, keyed by session id (root agents).
+    Session,
+    /// `stack_mcp_grants`, keyed by stack frame id (sub-agents).
+    Stack,
+}
+
+/// One request to the store thread.
+pub(crate) enum Command {
+    /// Persist one event; the reply (its id) is sent only once the batch it
+    /// joined is committed.
+    InsertEvent {
+        event: McpNotification,
+        received_at: SystemTime,
+        reply: Reply<EventId>,
+    },
+    /// Commit everything queued so far and flush the log files.
+    Flush {
+        reply: Reply<()>,
+    },
+    UpsertServer {
+        config: Box<McpServerConfig>,
+        reply: Reply<()>,
+    },
+    GetServer {
+        name: String,
+        reply: Reply<Option<McpServerConfig>>,
+    },
+    ListServers {
+        reply: Reply<Vec<McpServerConfig>>,
+    },
+    DeleteServer {
+        name: String,
+        reply: Reply<bool>,
+    },
+    SetEnabled {
+        name: String,
+        enabled: bool,
+        reply: Reply<bool>,
+    },
+    PendingEvents {
+        limit: usize,
+        reply: Reply<Vec<StoredEvent>>,
+    },
+    RecentEvents {
+        limit: usize,
+        reply: Reply<Vec<StoredEvent>>,
+    },
+    GetEvent {
+        id: EventId,
+        reply: Reply<Option<StoredEvent>>,
+    },
+    MarkProcessed {
+        ids: Vec<EventId>,
+        reply: Reply<usize>,
+    },
+    Grant {
+        scope: GrantScope,
+        owner: String,
+        group: String,
+        reply: Reply<bool>,
+    },
+    Revoke {
+        scope: GrantScope,
+        owner: String,
+        group: String,
+        reply: Reply<bool>,
+    },
+    Grants {
+        scope: GrantScope,
+        owner: String,
+        reply: Reply<Vec<String>>,
+    },
+    ClearGrants {
+        scope: GrantScope,
+        owner: String,
+        reply: Reply<usize>,
+    },
+    /// Drain what is queued, commit, close files and the database, exit.
+    Shutdown {
+        reply: Reply<()>,
+    },
+    /// Test hook: run SQL on the store's connection (e.g. to make the
+    /// database read-only or full).
+    #[cfg(test)]
+    Exec {
+        sql: String,
+        reply: Reply<()>,
+    },
+}

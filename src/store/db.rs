@@ -1,0 +1,423 @@
+//! The SQL the store thread runs. Write functions expect to be called inside
+//! a transaction the caller commits.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::Value;
+
+use crate::config::{McpServerConfig, McpTransport};
+use crate::error::{McpError, Result};
+use crate::notification::McpNotification;
+
+use super::commands::GrantScope;
+use super::timestamp::{format_utc_millis, parse_utc, push_utc_millis};
+use super::{EventId, EventStatus, StoredEvent};
+
+/// Maps an SQLite error to [`McpError::Store`] with `context`.
+pub(crate) fn sql_err(context: &'static str) -> impl FnOnce(rusqlite::Error) -> McpError {
+    move |e| McpError::Store {
+        context: context.into(),
+        message: e.to_string(),
+    }
+}
+
+fn store_err(context: &str, message: String) -> McpError {
+    McpError::Store {
+        context: context.into(),
+        message,
+    }
+}
+
+/// An event waiting in the current batch.
+pub(crate) struct PendingEvent {
+    pub event: McpNotification,
+    pub received_at: SystemTime,
+}
+
+/// Inserts `events` in order; returns their ids in the same order.
+pub(crate) fn insert_events<'a>(
+    conn: &Connection,
+    events: impl Iterator<Item = &'a PendingEvent>,
+) -> rusqlite::Result<Vec<EventId>> {
+    let mut st = conn.prepare_cached(
+        "INSERT INTO mcp_events (server, method, params, received_at) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut ids = Vec::new();
+    let mut time_buf = String::with_capacity(24);
+    for p in events {
+        // Serializing a `Value` cannot fail (its map keys are strings).
+        let params_json = serde_json::to_string(&p.event.params).unwrap_or_else(|_| "null".into());
+        time_buf.clear();
+        push_utc_millis(&mut time_buf, p.received_at);
+        let id = st.insert(params![
+            p.event.server,
+            p.event.method,
+            params_json,
+            time_buf
+        ])?;
+        ids.push(EventId(id));
+    }
+    Ok(ids)
+}
+
+const EVENT_COLUMNS: &str = "id, server, method, params, received_at, status, processed_at";
+
+type RawEvent = (i64, String, String, String, String, String, Option<String>);
+
+fn event_from_row(row: &Row<'_>) -> rusqlite::Result<RawEvent> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+    ))
+}
+
+fn decode_event(raw: RawEvent) -> Result<StoredEvent> {
+    let (id, server, method, params, received_at, status, processed_at) = raw;
+    let ctx = "reading events";
+    let params: Value = serde_json::from_str(&params)
+        .map_err(|e| store_err(ctx, format!("event {id}: invalid params JSON: {e}")))?;
+    let time = |s: &str| {
+        parse_utc(s).ok_or_else(|| store_err(ctx, format!("event {id}: invalid timestamp {s:?}")))
+    };
+    let status = match status.as_str() {
+        "pending" => EventStatus::Pending,
+        "processed" => EventStatus::Processed,
+        other => {
+            return Err(store_err(
+                ctx,
+                format!("event {id}: invalid status {other:?}"),
+            ))
+        }
+    };
+    Ok(StoredEvent {
+        id: EventId(id),
+        server,
+        method,
+        params,
+        received_at: time(&received_at)?,
+        status,
+        processed_at: processed_at.as_deref().map(time).transpose()?,
+    })
+}
+
+/// The oldest `limit` pending events, by id.
+pub(crate) fn pending_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
+    let ctx = "reading pending events";
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM mcp_events WHERE status = 'pending' ORDER BY id LIMIT ?1"
+        ))
+        .map_err(sql_err(ctx))?;
+    let raws = st
+        .query_map([limit], event_from_row)
+        .map_err(sql_err(ctx))?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql_err(ctx))?;
+    raws.into_iter().map(decode_event).collect()
+}
+
+/// The newest `limit` events of any status, oldest first.
+pub(crate) fn recent_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
+    let ctx = "reading recent events";
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT * FROM (SELECT {EVENT_COLUMNS} FROM mcp_events ORDER BY id DESC LIMIT ?1) ORDER BY id"
+        ))
+        .map_err(sql_err(ctx))?;
+    let raws = st
+        .query_map([limit], event_from_row)
+        .map_err(sql_err(ctx))?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql_err(ctx))?;
+    raws.into_iter().map(decode_event).collect()
+}
+
+/// One event by id, whatever its status.
+pub(crate) fn get_event(conn: &Connection, id: EventId) -> Result<Option<StoredEvent>> {
+    let ctx = "reading an event";
+    let raw = conn
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM mcp_events WHERE id = ?1"
+        ))
+        .map_err(sql_err(ctx))?
+        .query_row([id.0], event_from_row)
+        .optional()
+        .map_err(sql_err(ctx))?;
+    raw.map(decode_event).transpose()
+}
+
+/// Marks the pending events among `ids` processed; returns how many changed.
+pub(crate) fn mark_processed(
+    conn: &Connection,
+    ids: &[EventId],
+    now: SystemTime,
+) -> rusqlite::Result<usize> {
+    let now = format_utc_millis(now);
+    let mut st = conn.prepare_cached(
+        "UPDATE mcp_events SET status = 'processed', processed_at = ?2 \
+         WHERE id = ?1 AND status = 'pending'",
+    )?;
+    let mut n = 0;
+    for id in ids {
+        n += st.execute(params![id.0, now])?;
+    }
+    Ok(n)
+}
+
+/// Inserts or replaces the row of `cfg.name`, keeping its `created_at`.
+pub(crate) fn upsert_server(
+    conn: &Connection,
+    cfg: &McpServerConfig,
+    now: SystemTime,
+) -> Result<()> {
+    let ctx = "saving a server";
+    let args = serde_json::to_string(&cfg.args).map_err(|e| store_err(ctx, e.to_string()))?;
+    let env = serde_json::to_string(&cfg.env).map_err(|e| store_err(ctx, e.to_string()))?;
+    let cwd = match &cfg.cwd {
+        None => None,
+        Some(p) => Some(p.to_str().ok_or_else(|| McpError::Config {
+            server: cfg.name.clone(),
+            message: "'cwd' is not valid UTF-8".into(),
+        })?),
+    };
+    let now = format_utc_millis(now);
+    conn.prepare_cached(
+        "INSERT INTO mcp_servers (name, transport, command, args, env, cwd, url, api_key, \
+             description, friendly_name, enabled, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) \
+         ON CONFLICT (name) DO UPDATE SET transport = excluded.transport, \
+             command = excluded.command, args = excluded.args, env = excluded.env, \
+             cwd = excluded.cwd, url = excluded.url, api_key = excluded.api_key, \
+             description = excluded.description, friendly_name = excluded.friendly_name, \
+             enabled = excluded.enabled, updated_at = excluded.updated_at",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            cfg.name,
+            cfg.transport.as_str(),
+            cfg.command,
+            args,
+            env,
+            cwd,
+            cfg.url,
+            cfg.api_key,
+            cfg.description,
+            cfg.friendly_name,
+            cfg.enabled,
+            now
+        ])
+    })
+    .map_err(sql_err(ctx))?;
+    Ok(())
+}
+
+const SERVER_COLUMNS: &str = "name, transport, command, args, env, cwd, url, api_key, \
+                              description, friendly_name, enabled";
+
+type RawServer = (
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    bool,
+);
+
+fn server_from_row(r: &Row<'_>) -> rusqlite::Result<RawServer> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+        r.get(8)?,
+        r.get(9)?,
+        r.get(10)?,
+    ))
+}
+
+fn decode_server(raw: RawServer) -> Result<McpServerConfig> {
+    let (
+        name,
+        transport,
+        command,
+        args,
+        env,
+        cwd,
+        url,
+        api_key,
+        description,
+        friendly_name,
+        enabled,
+    ) = raw;
+    let ctx = "reading servers";
+    let transport = McpTransport::parse(&transport).ok_or_else(|| {
+        store_err(
+            ctx,
+            format!("server {name:?}: invalid transport {transport:?}"),
+        )
+    })?;
+    let args: Vec<String> = serde_json::from_str(&args)
+        .map_err(|e| store_err(ctx, format!("server {name:?}: invalid args JSON: {e}")))?;
+    let env: BTreeMap<String, String> = serde_json::from_str(&env)
+        .map_err(|e| store_err(ctx, format!("server {name:?}: invalid env JSON: {e}")))?;
+    Ok(McpServerConfig {
+        name,
+        transport,
+        command,
+        args,
+        env,
+        cwd: cwd.map(PathBuf::from),
+        url,
+        api_key,
+        description,
+        friendly_name,
+        enabled,
+    })
+}
+
+/// The server named `name`, if any.
+pub(crate) fn get_server(conn: &Connection, name: &str) -> Result<Option<McpServerConfig>> {
+    let ctx = "reading a server";
+    let raw = conn
+        .prepare_cached(&format!(
+            "SELECT {SERVER_COLUMNS} FROM mcp_servers WHERE name = ?1"
+        ))
+        .map_err(sql_err(ctx))?
+        .query_row([name], server_from_row)
+        .optional()
+        .map_err(sql_err(ctx))?;
+    raw.map(decode_server).transpose()
+}
+
+/// Every server, by name.
+pub(crate) fn list_servers(conn: &Connection) -> Result<Vec<McpServerConfig>> {
+    let ctx = "listing servers";
+    let mut st = conn
+        .prepare_cached(&format!(
+            "SELECT {SERVER_COLUMNS} FROM mcp_servers ORDER BY name"
+        ))
+        .map_err(sql_err(ctx))?;
+    let raws = st
+        .query_map([], server_from_row)
+        .map_err(sql_err(ctx))?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(sql_err(ctx))?;
+    raws.into_iter().map(decode_server).collect()
+}
+
+/// Deletes the server row; true if there was one.
+pub(crate) fn delete_server(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached("DELETE FROM mcp_servers WHERE name = ?1")?
+        .execute([name])?
+        > 0)
+}
+
+/// Sets the `enabled` flag; true if the server exists.
+pub(crate) fn set_enabled(
+    conn: &Connection,
+    name: &str,
+    enabled: bool,
+    now: SystemTime,
+) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached("UPDATE mcp_servers SET enabled = ?2, updated_at = ?3 WHERE name = ?1")?
+        .execute(params![name, enabled, format_utc_millis(now)])?
+        > 0)
+}
+
+impl GrantScope {
+    fn table(self) -> &'static str {
+        match self {
+            GrantScope::Session => "session_mcp_grants",
+            GrantScope::Stack => "stack_mcp_grants",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            GrantScope::Session => "session_id",
+            GrantScope::Stack => "stack_id",
+        }
+    }
+}
+
+/// Records a grant; true if it is new (granting twice is not an error).
+pub(crate) fn grant(
+    conn: &Connection,
+    scope: GrantScope,
+    owner: &str,
+    group: &str,
+    now: SystemTime,
+) -> rusqlite::Result<bool> {
+    let sql = format!(
+        "INSERT INTO {} ({}, group_name, granted_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT DO NOTHING",
+        scope.table(),
+        scope.key()
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .execute(params![owner, group, format_utc_millis(now)])?
+        > 0)
+}
+
+/// Removes one grant; true if it existed.
+pub(crate) fn revoke(
+    conn: &Connection,
+    scope: GrantScope,
+    owner: &str,
+    group: &str,
+) -> rusqlite::Result<bool> {
+    let sql = format!(
+        "DELETE FROM {} WHERE {} = ?1 AND group_name = ?2",
+        scope.table(),
+        scope.key()
+    );
+    Ok(conn.prepare_cached(&sql)?.execute(params![owner, group])? > 0)
+}
+
+/// The groups granted to `owner`, sorted by name.
+pub(crate) fn grants(
+    conn: &Connection,
+    scope: GrantScope,
+    owner: &str,
+) -> rusqlite::Result<Vec<String>> {
+    let sql = format!(
+        "SELECT group_name FROM {} WHERE {} = ?1 ORDER BY group_name",
+        scope.table(),
+        scope.key()
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map([owner], |r| r.get(0))?;
+    rows.collect()
+}
+
+/// Removes every grant of `owner`; returns how many there were.
+pub(crate) fn clear_grants(
+    conn: &Connection,
+    scope: GrantScope,
+    owner: &str,
+) -> rusqlite::Result<usize> {
+    let sql = format!("DELETE FROM {} WHERE {} = ?1", scope.table(), scope.key());
+    conn.prepare_cached(&sql)?.execute([owner])
+}

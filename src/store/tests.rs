@@ -1,0 +1,203 @@
+//! Store tests that need crate internals: databases at earlier schema
+//! versions, and failures injected on the store's own connection.
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use super::migrate::{current_version, migrate_to, LATEST_VERSION, MIGRATIONS};
+use super::*;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "skald-store-unit-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    fn config(&self) -> StoreConfig {
+        StoreConfig::new(self.0.join("store.db"), &self.0)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn event(server: &str, n: usize) -> McpNotification {
+    McpNotification {
+        server: server.into(),
+        method: "event/test".into(),
+        params: json!({ "n": n }),
+    }
+}
+
+fn is_store_error(e: &McpError) -> bool {
+    matches!(e, McpError::Store { .. })
+}
+
+#[test]
+fn store_opens_a_database_at_every_earlier_version() {
+    for start in 0..=LATEST_VERSION {
+        let tmp = TempDir::new();
+        let cfg = tmp.config();
+        {
+            let mut conn = Connection::open(&cfg.db_path).unwrap();
+            migrate_to(&mut conn, MIGRATIONS, start).unwrap();
+            if start >= 1 {
+                conn.execute_batch(
+                    "INSERT INTO mcp_servers (name, transport, command, args, env, created_at, updated_at)
+                       VALUES ('old', 'stdio', 'python3', '[\"s.py\"]', '{\"K\":\"${V}\"}',
+                               '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z');
+                     INSERT INTO mcp_servers (name, transport, url, created_at, updated_at)
+                       VALUES ('legacy', 'sse', 'https://h/mcp', '2025-01-01 00:00:00', '2025-01-01 00:00:00');
+                     INSERT INTO mcp_events (server, method, params, received_at)
+                       VALUES ('old', 'event/x', '{\"a\":1}', '2025-01-01 00:00:00');",
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(cfg.clone()).unwrap();
+        if start >= 1 {
+            let old = store.get_server("old").unwrap().expect("row kept");
+            assert_eq!(old.args, ["s.py"]);
+            assert_eq!(old.env.get("K").map(String::as_str), Some("${V}"));
+            let legacy = store.get_server("legacy").unwrap().unwrap();
+            assert_eq!(legacy.transport, crate::McpTransport::Http);
+            let pending = store.pending_events(10).unwrap();
+            assert_eq!(pending.len(), 1);
+            assert_eq!(pending[0].params, json!({"a": 1}));
+        }
+        // Every table of the latest schema is usable.
+        store.insert_event(event("s", 1)).unwrap();
+        assert!(store.grant_session("sess", "gmail").unwrap());
+        assert!(store.grant_stack("7", "config").unwrap());
+        store.close().unwrap();
+        let conn = Connection::open(&cfg.db_path).unwrap();
+        assert_eq!(
+            current_version(&conn).unwrap(),
+            LATEST_VERSION,
+            "from {start}"
+        );
+    }
+}
+
+#[test]
+fn store_refuses_a_newer_database() {
+    let tmp = TempDir::new();
+    let cfg = tmp.config();
+    Store::open(cfg.clone()).unwrap().close().unwrap();
+    {
+        let conn = Connection::open(&cfg.db_path).unwrap();
+        conn.execute(
+            "INSERT INTO mcp_schema_migrations VALUES (?1, '9999_future', 't')",
+            [LATEST_VERSION + 1],
+        )
+        .unwrap();
+    }
+    let e = Store::open(cfg).unwrap_err();
+    assert!(is_store_error(&e), "{e:?}");
+    assert!(e.to_string().contains("newer"), "{e}");
+}
+
+#[test]
+fn full_disk_is_an_error_not_a_panic_and_nothing_is_silently_lost() {
+    let tmp = TempDir::new();
+    let store = Store::open(tmp.config()).unwrap();
+    // The database may not grow past its current size: a full disk.
+    store.exec("PRAGMA max_page_count = 1").unwrap();
+    let big = "x".repeat(4096);
+    let mut failure = None;
+    for i in 0..1000 {
+        let mut ev = event("s", i);
+        ev.params = json!({ "pad": big });
+        if let Err(e) = store.insert_event(ev) {
+            failure = Some(e);
+            break;
+        }
+    }
+    let e = failure.expect("the database never filled up");
+    assert!(is_store_error(&e), "{e:?}");
+    assert!(e.to_string().contains("full"), "{e}");
+
+    // Fire-and-forget events in a failing batch are counted and reported.
+    let before = store.stats().events_failed;
+    let tx = store.events_sender();
+    for i in 0..10 {
+        let mut ev = event("s", i);
+        ev.params = json!({ "pad": big });
+        tx.send(ev).unwrap();
+    }
+    let e = store.flush().unwrap_err();
+    assert!(is_store_error(&e), "{e:?}");
+    assert_eq!(store.stats().events_failed, before + 10);
+    let e = store
+        .upsert_server(&McpServerConfig::http("h", "https://h/mcp").with_api_key("k".repeat(9000)))
+        .unwrap_err();
+    assert!(is_store_error(&e), "{e:?}");
+
+    // The store thread survived and recovers once there is room again.
+    store.list_servers().unwrap();
+    store.exec("PRAGMA max_page_count = 1000000").unwrap();
+    let id = store.insert_event(event("s", 1)).unwrap();
+    assert!(store.get_event(id).unwrap().is_some());
+    store.close().unwrap();
+}
+
+#[test]
+fn read_only_database_is_an_error_not_a_panic() {
+    let tmp = TempDir::new();
+    let store = Store::open(tmp.config()).unwrap();
+    let before = store.insert_event(event("s", 0)).unwrap();
+    store.exec("PRAGMA query_only = 1").unwrap();
+    let e = store.insert_event(event("s", 1)).unwrap_err();
+    assert!(is_store_error(&e), "{e:?}");
+    assert!(e.to_string().contains("readonly"), "{e}");
+    assert!(store
+        .upsert_server(&McpServerConfig::stdio("a", "c", ["x"]))
+        .is_err());
+    assert!(store.mark_processed(&[before]).is_err());
+    assert!(store.grant_session("s", "g").is_err());
+    // Reads still work.
+    assert_eq!(store.pending_events(10).unwrap().len(), 1);
+    store.exec("PRAGMA query_only = 0").unwrap();
+    store.insert_event(event("s", 2)).unwrap();
+    assert_eq!(store.pending_events(10).unwrap().len(), 2);
+    assert_eq!(store.stats().events_failed, 1);
+    store.close().unwrap();
+}
+
+#[test]
+fn a_batch_mixing_waiters_and_fire_and_forget_is_one_transaction() {
+    let tmp = TempDir::new();
+    let mut cfg = tmp.config();
+    // Long enough that only the waiter (or the barrier) triggers the commit.
+    cfg.flush_interval = Duration::from_secs(60);
+    let store = Store::open(cfg).unwrap();
+    let tx = store.events_sender();
+    for i in 0..100 {
+        tx.send(event("ff", i)).unwrap();
+    }
+    let t0 = store.stats().transactions;
+    store.insert_event(event("w", 0)).unwrap();
+    let stats = store.stats();
+    // Every send completed before the blocking insert, so the store drained
+    // all 100 queued events into the waiter's batch: one commit.
+    assert_eq!(stats.transactions - t0, 1, "{stats:?}");
+    assert_eq!(stats.events_written, 101);
+    assert_eq!(stats.largest_event_batch, 101);
+    store.close().unwrap();
+}

@@ -1,0 +1,591 @@
+//! The store thread: owns the SQLite connection and the log files, batches
+//! events and log lines, executes commands.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crossbeam_channel::{select, Receiver};
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{McpError, Result};
+use crate::limits::STORE_SHUTDOWN_DRAIN_PASSES;
+use crate::log::McpLogLine;
+use crate::notification::McpNotification;
+
+use super::commands::{Command, Reply};
+use super::db::{self, sql_err, PendingEvent};
+use super::logfile::{log_dir, LogFiles};
+use super::migrate;
+use super::{EventId, StoreConfig, StoreStats};
+
+/// Counters the store thread updates and any handle reads.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    transactions: AtomicU64,
+    events_written: AtomicU64,
+    events_failed: AtomicU64,
+    log_lines_written: AtomicU64,
+    log_lines_failed: AtomicU64,
+    log_rotations: AtomicU64,
+    largest_event_batch: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> StoreStats {
+        let g = |a: &AtomicU64| a.load(Ordering::Acquire);
+        StoreStats {
+            transactions: g(&self.transactions),
+            events_written: g(&self.events_written),
+            events_failed: g(&self.events_failed),
+            log_lines_written: g(&self.log_lines_written),
+            log_lines_failed: g(&self.log_lines_failed),
+            log_rotations: g(&self.log_rotations),
+            largest_event_batch: g(&self.largest_event_batch),
+        }
+    }
+
+    fn add(a: &AtomicU64, n: u64) {
+        a.fetch_add(n, Ordering::AcqRel);
+    }
+}
+
+/// The receiving ends the store thread reads.
+pub(crate) struct Inbox {
+    pub cmd: Receiver<Command>,
+    pub events: Receiver<McpNotification>,
+    pub logs: Receiver<McpLogLine>,
+}
+
+enum Item {
+    Cmd(Command),
+    Event(McpNotification),
+    Log(McpLogLine),
+}
+
+enum Input {
+    Item(Item),
+    /// The oldest item of the batch has waited the flush interval.
+    Timeout,
+    /// Every handle is gone: shut down.
+    Disconnected,
+}
+
+/// What has been received but not yet committed.
+#[derive(Default)]
+struct Batch {
+    events: Vec<PendingEvent>,
+    /// Parallel to `events`: who waits for the id, if anyone.
+    replies: Vec<Option<Reply<EventId>>>,
+    waiters: usize,
+    logs: Vec<McpLogLine>,
+    /// When the oldest uncommitted item arrived.
+    started: Option<Instant>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.events.len() + self.logs.len()
+    }
+
+    fn touch(&mut self) {
+        if self.started.is_none() {
+            self.started = Some(Instant::now());
+        }
+    }
+
+    fn push_event(
+        &mut self,
+        event: McpNotification,
+        at: SystemTime,
+        reply: Option<Reply<EventId>>,
+    ) {
+        self.touch();
+        if reply.is_some() {
+            self.waiters += 1;
+        }
+        self.events.push(PendingEvent {
+            event,
+            received_at: at,
+        });
+        self.replies.push(reply);
+    }
+
+    fn push_log(&mut self, line: McpLogLine) {
+        self.touch();
+        self.logs.push(line);
+    }
+}
+
+fn store_err(context: &str, e: &McpError) -> McpError {
+    McpError::Store {
+        context: context.into(),
+        message: e.to_string(),
+    }
+}
+
+fn keep_first(acc: &mut Result<()>, r: Result<()>) {
+    if acc.is_ok() {
+        *acc = r;
+    }
+}
+
+pub(crate) struct Worker {
+    conn: Connection,
+    logs: LogFiles,
+    inbox: Inbox,
+    counters: Arc<Counters>,
+    batch_max: usize,
+    flush_interval: Duration,
+    batch: Batch,
+}
+
+impl Worker {
+    /// Opens (creating if needed) and migrates the database and the log
+    /// directory. Runs on the store thread: no other thread opens the database.
+    pub(crate) fn open(
+        config: &StoreConfig,
+        inbox: Inbox,
+        counters: Arc<Counters>,
+    ) -> Result<Worker> {
+        let path: &Path = &config.db_path;
+        let ctx_open = format!("opening database {}", path.display());
+        let store_err = |e: rusqlite::Error| McpError::Store {
+            context: ctx_open.clone(),
+            message: e.to_string(),
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| McpError::Io {
+                context: format!("creating the database directory {}", parent.display()),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(path).map_err(store_err)?;
+        conn.busy_timeout(config.busy_timeout).map_err(store_err)?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(store_err)?;
+        if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+            ::log::warn!(
+                "store: {} is in journal mode {mode}, not WAL",
+                path.display()
+            );
+        }
+        conn.pragma_update(None, "synchronous", config.synchronous.pragma_value())
+            .map_err(store_err)?;
+        migrate::migrate(&mut conn)?;
+        let logs = LogFiles::new(log_dir(&config.log_root), config.log_max_bytes.max(1))?;
+        Ok(Worker {
+            conn,
+            logs,
+            inbox,
+            counters,
+            batch_max: config.batch_max.max(1),
+            flush_interval: config.flush_interval,
+            batch: Batch::default(),
+        })
+    }
+
+    /// The thread's main loop; returns after shutdown (or when every handle
+    /// is gone), having drained, committed and closed everything.
+    pub(crate) fn run(mut self) {
+        let mut stop: Vec<Reply<()>> = Vec::new();
+        loop {
+            match self.wait() {
+                Input::Timeout => {
+                    let _ = self.commit();
+                    continue;
+                }
+                Input::Disconnected => break,
+                Input::Item(item) => self.accept(item, &mut stop),
+            }
+            // Keep taking whatever is already queued, so that a burst lands
+            // in few transactions.
+            while stop.is_empty() && self.batch.len() < self.batch_max && !self.deadline_passed() {
+                match self.try_next() {
+                    Some(item) => self.accept(item, &mut stop),
+                    None => break,
+                }
+            }
+            if !stop.is_empty() {
+                break;
+            }
+            // Someone waits for an id: commit now rather than linger.
+            if self.batch.waiters > 0
+                || self.batch.len() >= self.batch_max
+                || self.deadline_passed()
+            {
+                let _ = self.commit();
+            }
+        }
+        self.finish(stop);
+    }
+
+    fn deadline_passed(&self) -> bool {
+        self.batch
+            .started
+            .is_some_and(|t| t.elapsed() >= self.flush_interval)
+    }
+
+    fn wait(&self) -> Input {
+        let inbox = &self.inbox;
+        let timeout = self
+            .batch
+            .started
+            .map(|t| (t + self.flush_interval).saturating_duration_since(Instant::now()));
+        let received = match timeout {
+            None => select! {
+                recv(inbox.cmd) -> m => m.map(Item::Cmd).ok(),
+                recv(inbox.events) -> m => m.map(Item::Event).ok(),
+                recv(inbox.logs) -> m => m.map(Item::Log).ok(),
+            },
+            Some(t) => select! {
+                recv(inbox.cmd) -> m => m.map(Item::Cmd).ok(),
+                recv(inbox.events) -> m => m.map(Item::Event).ok(),
+                recv(inbox.logs) -> m => m.map(Item::Log).ok(),
+                default(t) => return Input::Timeout,
+            },
+        };
+        // The event and log senders live in the handles' shared state, so
+        // any of the channels disconnecting means every handle is gone.
+        received.map_or(Input::Disconnected, Input::Item)
+    }
+
+    fn try_next(&self) -> Option<Item> {
+        if let Ok(c) = self.inbox.cmd.try_recv() {
+            return Some(Item::Cmd(c));
+        }
+        if let Ok(e) = self.inbox.events.try_recv() {
+            return Some(Item::Event(e));
+        }
+        self.inbox.logs.try_recv().ok().map(Item::Log)
+    }
+
+    fn accept(&mut self, item: Item, stop: &mut Vec<Reply<()>>) {
+        match item {
+            Item::Event(e) => self.batch.push_event(e, SystemTime::now(), None),
+            Item::Log(l) => self.batch.push_log(l),
+            Item::Cmd(Command::InsertEvent {
+                event,
+                received_at,
+                reply,
+            }) => {
+                // Events already waiting in the channel were sent before
+                // this command: they go first, so a sender mixing the two
+                // paths keeps its order.
+                let _ = self.take_queued_events(); // failures are logged and counted
+                self.batch.push_event(event, received_at, Some(reply));
+            }
+            Item::Cmd(Command::Shutdown { reply }) => stop.push(reply),
+            Item::Cmd(cmd) => {
+                let flushed = self.barrier();
+                self.execute(cmd, flushed);
+            }
+        }
+        if self.batch.len() >= self.batch_max {
+            let _ = self.commit();
+        }
+    }
+
+    /// Commits everything received so far plus every event and log line that
+    /// was already queued when the command arrived, so a command sees the
+    /// effect of every send that completed before it was sent.
+    fn barrier(&mut self) -> Result<()> {
+        let mut result = self.take_queued_events();
+        let n = self.inbox.logs.len();
+        for _ in 0..n {
+            let Ok(l) = self.inbox.logs.try_recv() else {
+                break;
+            };
+            self.batch.push_log(l);
+            if self.batch.len() >= self.batch_max {
+                keep_first(&mut result, self.commit());
+            }
+        }
+        keep_first(&mut result, self.commit());
+        result
+    }
+
+    /// Moves the events queued in the event channel right now into the
+    /// batch, committing whenever it is full; returns the first commit error.
+    fn take_queued_events(&mut self) -> Result<()> {
+        let mut result = Ok(());
+        for _ in 0..self.inbox.events.len() {
+            let Ok(e) = self.inbox.events.try_recv() else {
+                break;
+            };
+            self.batch.push_event(e, SystemTime::now(), None);
+            if self.batch.len() >= self.batch_max {
+                keep_first(&mut result, self.commit());
+            }
+        }
+        result
+    }
+
+    /// Runs one write transaction, counting it when it commits.
+    fn write<T>(
+        &mut self,
+        ctx: &'static str,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql_err(ctx))?;
+        let value = f(&tx)?; // dropping `tx` on error rolls back
+        tx.commit().map_err(sql_err(ctx))?;
+        Counters::add(&self.counters.transactions, 1);
+        Ok(value)
+    }
+
+    fn execute(&mut self, cmd: Command, flushed: Result<()>) {
+        let now = SystemTime::now();
+        match cmd {
+            Command::Flush { reply } => {
+                let _ = reply.send(flushed);
+            }
+            Command::UpsertServer { config, reply } => {
+                let r = self.write("saving a server", |c| db::upsert_server(c, &config, now));
+                let _ = reply.send(r);
+            }
+            Command::GetServer { name, reply } => {
+                let _ = reply.send(db::get_server(&self.conn, &name));
+            }
+            Command::ListServers { reply } => {
+                let _ = reply.send(db::list_servers(&self.conn));
+            }
+            Command::DeleteServer { name, reply } => {
+                let ctx = "deleting a server";
+                let r = self.write(ctx, |c| db::delete_server(c, &name).map_err(sql_err(ctx)));
+                let _ = reply.send(r);
+            }
+            Command::SetEnabled {
+                name,
+                enabled,
+                reply,
+            } => {
+                let ctx = "enabling or disabling a server";
+                let r = self.write(ctx, |c| {
+                    db::set_enabled(c, &name, enabled, now).map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            Command::PendingEvents { limit, reply } => {
+                let _ = reply.send(db::pending_events(&self.conn, limit));
+            }
+            Command::RecentEvents { limit, reply } => {
+                let _ = reply.send(db::recent_events(&self.conn, limit));
+            }
+            Command::GetEvent { id, reply } => {
+                let _ = reply.send(db::get_event(&self.conn, id));
+            }
+            Command::MarkProcessed { ids, reply } => {
+                let ctx = "marking events processed";
+                let r = self.write(ctx, |c| {
+                    db::mark_processed(c, &ids, now).map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            Command::Grant {
+                scope,
+                owner,
+                group,
+                reply,
+            } => {
+                let ctx = "granting a tool group";
+                let r = self.write(ctx, |c| {
+                    db::grant(c, scope, &owner, &group, now).map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            Command::Revoke {
+                scope,
+                owner,
+                group,
+                reply,
+            } => {
+                let ctx = "revoking a tool group";
+                let r = self.write(ctx, |c| {
+                    db::revoke(c, scope, &owner, &group).map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            Command::Grants {
+                scope,
+                owner,
+                reply,
+            } => {
+                let r = db::grants(&self.conn, scope, &owner).map_err(sql_err("reading grants"));
+                let _ = reply.send(r);
+            }
+            Command::ClearGrants {
+                scope,
+                owner,
+                reply,
+            } => {
+                let ctx = "deleting grants";
+                let r = self.write(ctx, |c| {
+                    db::clear_grants(c, scope, &owner).map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            #[cfg(test)]
+            Command::Exec { sql, reply } => {
+                let r = self.conn.execute_batch(&sql).map_err(sql_err("test exec"));
+                let _ = reply.send(r);
+            }
+            // Handled by `accept`; kept here so the match stays exhaustive.
+            Command::InsertEvent {
+                event,
+                received_at,
+                reply,
+            } => self.batch.push_event(event, received_at, Some(reply)),
+            Command::Shutdown { reply } => {
+                let _ = reply.send(Err(McpError::Store {
+                    context: "shutting down".into(),
+                    message: "internal error: shutdown routed as a command".into(),
+                }));
+            }
+        }
+    }
+
+    /// Commits the current batch: events in one transaction (then, and only
+    /// then, their ids go to the callers waiting for them), log lines
+    /// appended and the files flushed.
+    ///
+    /// On failure nothing is dropped silently: the error is logged with the
+    /// number of events concerned, counted in `events_failed`, and sent to
+    /// every waiting caller.
+    fn commit(&mut self) -> Result<()> {
+        self.batch.started = None;
+        let mut result = Ok(());
+        if !self.batch.events.is_empty() {
+            let mut events = std::mem::take(&mut self.batch.events);
+            let mut replies = std::mem::take(&mut self.batch.replies);
+            let waiters = std::mem::take(&mut self.batch.waiters);
+            let n = events.len() as u64;
+            let inserted = (|| {
+                let tx = self
+                    .conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let ids = db::insert_events(&tx, events.iter())?;
+                tx.commit()?;
+                Ok::<_, rusqlite::Error>(ids)
+            })();
+            match inserted {
+                Ok(ids) => {
+                    Counters::add(&self.counters.transactions, 1);
+                    Counters::add(&self.counters.events_written, n);
+                    self.counters
+                        .largest_event_batch
+                        .fetch_max(n, Ordering::AcqRel);
+                    for (reply, id) in replies.drain(..).zip(ids) {
+                        if let Some(reply) = reply {
+                            let _ = reply.send(Ok(id));
+                        }
+                    }
+                }
+                Err(e) => {
+                    let err = McpError::Store {
+                        context: "persisting events".into(),
+                        message: e.to_string(),
+                    };
+                    ::log::error!(
+                        "store: {n} events NOT persisted ({waiters} of them with a waiting caller, \
+                         who gets the error): {err}"
+                    );
+                    Counters::add(&self.counters.events_failed, n);
+                    for reply in replies.drain(..).flatten() {
+                        let _ = reply.send(Err(store_err("persisting events", &err)));
+                    }
+                    result = Err(err);
+                }
+            }
+            // Keep the allocations for the next batch.
+            events.clear();
+            replies.clear();
+            self.batch.events = events;
+            self.batch.replies = replies;
+        }
+        if !self.batch.logs.is_empty() {
+            let mut lines = std::mem::take(&mut self.batch.logs);
+            let mut failed = 0u64;
+            let mut first: Option<McpError> = None;
+            for line in &lines {
+                match self.logs.write(line) {
+                    Ok(w) => {
+                        Counters::add(&self.counters.log_lines_written, 1);
+                        if w.rotated {
+                            Counters::add(&self.counters.log_rotations, 1);
+                        }
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        first.get_or_insert(e);
+                    }
+                }
+            }
+            if let Err(e) = self.logs.flush() {
+                ::log::error!("store: flushing log files failed: {e}");
+                keep_first(&mut result, Err(e));
+            }
+            if let Some(e) = first {
+                ::log::error!("store: {failed} log lines NOT written: {e}");
+                Counters::add(&self.counters.log_lines_failed, failed);
+                keep_first(&mut result, Err(e));
+            }
+            lines.clear();
+            self.batch.logs = lines;
+        }
+        result
+    }
+
+    /// Drains what was queued at shutdown, commits, closes the files and the
+    /// database, then answers every shutdown request.
+    fn finish(mut self, mut stop: Vec<Reply<()>>) {
+        for _ in 0..STORE_SHUTDOWN_DRAIN_PASSES {
+            let (nc, ne, nl) = (
+                self.inbox.cmd.len(),
+                self.inbox.events.len(),
+                self.inbox.logs.len(),
+            );
+            if nc + ne + nl == 0 {
+                break;
+            }
+            for _ in 0..nc {
+                match self.inbox.cmd.try_recv() {
+                    Ok(c) => self.accept(Item::Cmd(c), &mut stop),
+                    Err(_) => break,
+                }
+            }
+            for _ in 0..ne {
+                match self.inbox.events.try_recv() {
+                    Ok(e) => self.accept(Item::Event(e), &mut stop),
+                    Err(_) => break,
+                }
+            }
+            for _ in 0..nl {
+                match self.inbox.logs.try_recv() {
+                    Ok(l) => self.accept(Item::Log(l), &mut stop),
+                    Err(_) => break,
+                }
+            }
+        }
+        let mut result = self.commit();
+        keep_first(&mut result, self.logs.close());
+        if let Err((_, e)) = self.conn.close() {
+            keep_first(&mut result, Err(sql_err("closing the database")(e)));
+        }
+        if let Err(e) = &result {
+            ::log::error!("store: shutdown: {e}");
+        }
+        for reply in stop {
+            let r = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(store_err("shutting down", e)),
+            };
+            let _ = reply.send(r);
+        }
+    }
+}
