@@ -19,8 +19,12 @@
 //!   request. Its notifications go to [`ClientOptions::notifications`]
 //!   (`notifications/message` to [`ClientOptions::logs`]), and server
 //!   requests (`ping`, `elicitation/create`) are answered with a `POST`. A
-//!   `405` means the server offers no such stream; a dropped stream is
-//!   reopened with `Last-Event-ID`.
+//!   `405` (or another client error but `408` and `429`: servers that route
+//!   only `POST` answer `400` or `404`) means the server offers no such
+//!   stream; a dropped stream is reopened with `Last-Event-ID`. The
+//!   handshake waits up to [`HTTP_LISTEN_READY_WAIT`] for the first `GET` to
+//!   be answered, because servers drop what they send on the stream while
+//!   it is not open: the first call must not race it.
 //! * `mcp-<name>-notify`: short-lived, for a `notifications/cancelled` sent
 //!   while a call is abandoned (that must not block the caller).
 //!
@@ -72,8 +76,8 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::limits::{
     HTTP_CLOSE_TIMEOUT, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_LISTEN_IDLE_TIMEOUT,
-    HTTP_MAX_CONCURRENT_POSTS, HTTP_NOTIFY_TIMEOUT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY,
-    SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
+    HTTP_LISTEN_READY_WAIT, HTTP_MAX_CONCURRENT_POSTS, HTTP_NOTIFY_TIMEOUT, HTTP_THREAD_STACK,
+    SSE_DEFAULT_RETRY, SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
 use crate::result::McpCallResult;
@@ -305,6 +309,14 @@ fn backoff(retry: Option<Duration>, failures: u32) -> Duration {
     let factor = 1u32 << failures.saturating_sub(1).min(16);
     base.saturating_mul(factor)
         .clamp(SSE_MIN_RETRY, SSE_MAX_RETRY)
+}
+
+/// Whether the status answering a GET for the listening stream means "no
+/// stream here, ever" rather than "not now": any client error but 408 and
+/// 429. (405, the spec's answer, and 404 on a session, an expired session,
+/// are handled before this is asked.)
+fn refuses_get_stream(status: u16) -> bool {
+    (400..500).contains(&status) && status != 408 && status != 429
 }
 
 fn is_timeout(e: &ureq::Error) -> bool {
@@ -1028,7 +1040,13 @@ impl Shared {
         }
         if (200..300).contains(&status) {
             if method == Some("notifications/initialized") {
-                self.ensure_listener();
+                // The first request must not race the GET stream: a server
+                // drops what it sends on that stream while it is not open.
+                if let Some(ready) = self.ensure_listener() {
+                    let wait = HTTP_LISTEN_READY_WAIT
+                        .min(deadline.saturating_duration_since(Instant::now()));
+                    let _ = ready.recv_timeout(wait);
+                }
             }
             return Ok(());
         }
@@ -1069,21 +1087,25 @@ impl Shared {
 
     // ---- the GET stream -----------------------------------------------------
 
-    fn ensure_listener(self: &Arc<Self>) {
+    /// Starts the listening thread unless it runs. Returns, when it was
+    /// started, a channel that disconnects once its first GET was answered
+    /// (the stream is open, or the server refused it) or failed.
+    fn ensure_listener(self: &Arc<Self>) -> Option<Receiver<()>> {
         if self.closing() {
-            return;
+            return None;
         }
         let mut l = self.listener.lock();
         if l.running {
-            return;
+            return None;
         }
         let (done_tx, done_rx) = bounded::<()>(0);
+        let (ready_tx, ready_rx) = bounded::<()>(0);
         let shared = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{}-listen", self.name))
             .stack_size(HTTP_THREAD_STACK)
             .spawn(move || {
-                shared.listen();
+                shared.listen(ready_tx);
                 shared.listening.store(false, Ordering::Release);
                 shared.listener.lock().running = false;
                 drop(done_tx);
@@ -1093,9 +1115,11 @@ impl Shared {
                 l.running = true;
                 l.handle = Some(h);
                 l.done = Some(done_rx);
+                Some(ready_rx)
             }
             Err(e) => {
-                ::log::warn!(target: "mcp_client", "[{}] cannot start the GET listener: {e}", self.name)
+                ::log::warn!(target: "mcp_client", "[{}] cannot start the GET listener: {e}", self.name);
+                None
             }
         }
     }
@@ -1117,7 +1141,9 @@ impl Shared {
     }
 
     /// The listening thread: holds the GET stream open and reopens it.
-    fn listen(&self) {
+    /// `ready` is dropped once the first GET was answered or failed.
+    fn listen(&self, ready: Sender<()>) {
+        let mut ready = Some(ready);
         let mut cursor = ListenCursor::default();
         let mut failures = 0u32;
         let mut announced = false;
@@ -1131,7 +1157,9 @@ impl Shared {
                 cursor.last_id = None;
                 cursor.generation = Some(session.generation);
             }
-            let reason = match self.listen_once(&session, &mut cursor, &mut announced) {
+            let outcome = self.listen_once(&session, &mut cursor, &mut announced, &mut ready);
+            drop(ready.take());
+            let reason = match outcome {
                 Listened::Stop => return,
                 Listened::NewSession => continue,
                 Listened::Failed(reason) => {
@@ -1177,6 +1205,7 @@ impl Shared {
         session: &Session,
         cursor: &mut ListenCursor,
         announced: &mut bool,
+        ready: &mut Option<Sender<()>>,
     ) -> Listened {
         let resp = match self.open_get(session, cursor.last_id.as_deref(), HTTP_LISTEN_IDLE_TIMEOUT)
         {
@@ -1196,11 +1225,23 @@ impl Shared {
             self.lifecycle(
                 "the GET stream found the session expired (HTTP 404); waiting for a new session",
             );
+            drop(ready.take());
             return if self.wait_new_session(session.generation) {
                 Listened::NewSession
             } else {
                 Listened::Stop
             };
+        }
+        if refuses_get_stream(status) {
+            // The spec says 405, but servers answer 400 (a handler that only
+            // parses POST bodies) or 404 (a stateless server that routes only
+            // POST): asking again gets the same answer.
+            self.lifecycle(format!(
+                "the server offers no GET stream ({}: {}); server messages arrive only with responses",
+                status_text(status),
+                body_excerpt(resp.into_body())
+            ));
+            return Listened::Stop;
         }
         let ctype = media_type(&resp);
         if !(200..300).contains(&status) || ctype != "text/event-stream" {
@@ -1212,6 +1253,7 @@ impl Shared {
             return Listened::Failed(format!("{what}: {}", body_excerpt(resp.into_body())));
         }
         self.listening.store(true, Ordering::Release);
+        drop(ready.take());
         if !*announced || cursor.last_id.is_some() {
             self.lifecycle(match &cursor.last_id {
                 Some(id) => format!("GET stream reopened (Last-Event-ID {id:?})"),

@@ -106,6 +106,13 @@ pub const HTTP_MAX_CONCURRENT_POSTS: usize = 64;
 /// even a keep-alive comment) before it is reopened.
 pub const HTTP_LISTEN_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the `initialize` handshake waits, once the session exists, for
+/// the server to answer the GET that opens the listening stream: servers
+/// drop messages for that stream (an elicitation a tool sends) while it is
+/// not open, so calls should not start before it is. Past this the
+/// handshake completes and the stream keeps being opened in the background.
+pub const HTTP_LISTEN_READY_WAIT: Duration = Duration::from_secs(2);
+
 /// How long a fire-and-forget POST (a `notifications/cancelled` sent while a
 /// call is abandoned) may take.
 pub const HTTP_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
