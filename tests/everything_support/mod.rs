@@ -20,7 +20,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use skald_mcp::{
-    CallOptions, ClientOptions, CompletionRef, ElicitationHandler, ElicitationMode,
+    CallOptions, CancelToken, ClientOptions, CompletionRef, ElicitationHandler, ElicitationMode,
     ElicitationRequest, ElicitationResponse, FieldKind, LogLevel, LogTag, McpCallResult, McpError,
     McpLogLine, McpMedia, McpNotification, McpServerClient, McpServerConfig, PromptContent,
     ResourceContents, ResourceData, Role, Root, SamplingRequest, SamplingResponse,
@@ -730,7 +730,7 @@ pub fn check_errors(c: &dyn McpServerClient) {
 }
 
 /// A long-running operation reports every step on the progress channel,
-/// in order, before the result.
+/// in order, before the result; one cancelled mid-way ends at once.
 pub fn check_progress(c: &dyn McpServerClient) {
     let (tx, rx) = unbounded();
     let r = c
@@ -757,6 +757,34 @@ pub fn check_progress(c: &dyn McpServerClient) {
         json!({"duration": 0.2, "steps": 2})
     ))
     .starts_with("Long running operation completed."));
+    // Cancelled at its first progress update (from the progress callback):
+    // the call ends at once with the reason, long before the operation
+    // would, and the connection stays usable.
+    let token = CancelToken::new();
+    let trip = token.clone();
+    let started = Instant::now();
+    let e = c
+        .call_tool_with(
+            "trigger-long-running-operation",
+            json!({"duration": 60, "steps": 120}),
+            &CallOptions::new()
+                .cancel_token(token)
+                .on_progress(move |_| trip.cancel_with("enough")),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, McpError::Cancelled { reason, .. } if reason == "enough"),
+        "{e:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        text(call(c, "echo", json!({"message": "after cancel"}))),
+        "Echo: after cancel"
+    );
 }
 
 /// Simulated logging reaches the log channel as level-tagged lines, and
