@@ -42,10 +42,10 @@ fn handshake_and_tool_list() {
 
 #[test]
 fn plain_tools_and_errors() {
-    let Some((_server, _w, s)) = connect("every-http-tools") else {
+    let Some((_server, w, s)) = connect("every-http-tools") else {
         return;
     };
-    check_plain_tools(&s, "http-mark");
+    check_plain_tools(&s, &w, "http-mark");
     s.close().unwrap();
 }
 

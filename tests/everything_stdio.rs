@@ -35,10 +35,10 @@ fn handshake_and_tool_list() {
 
 #[test]
 fn plain_tools_and_errors() {
-    let Some((s, _w, _dog)) = connect("every-tools") else {
+    let Some((s, w, _dog)) = connect("every-tools") else {
         return;
     };
-    check_plain_tools(&s, "stdio-mark");
+    check_plain_tools(&s, &w, "stdio-mark");
     s.close().unwrap();
 }
 

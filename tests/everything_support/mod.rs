@@ -525,7 +525,7 @@ pub fn check_handshake(c: &dyn McpServerClient) {
 
 /// The tools that need neither an LLM nor the client: text, JSON, image,
 /// resource links, embedded text and blob resources, and errors.
-pub fn check_plain_tools(c: &dyn McpServerClient, mark: &str) {
+pub fn check_plain_tools(c: &dyn McpServerClient, w: &Wired, mark: &str) {
     // Text.
     assert_eq!(
         text(call(c, "echo", json!({"message": "hi ✓"}))),
@@ -688,6 +688,10 @@ pub fn check_plain_tools(c: &dyn McpServerClient, mark: &str) {
         [ResourceContents::Blob { data, .. }] => assert_eq!(&data[..2], b"\x1f\x8b"),
         other => panic!("expected a gzip blob, got {other:?}"),
     }
+    // Registering the session resource was announced, and it is listed.
+    wait_for(&w.notes, WAIT, "resources/list_changed", |n| {
+        n.method == "notifications/resources/list_changed"
+    });
     assert!(c
         .list_resources()
         .unwrap()
@@ -800,10 +804,9 @@ pub fn check_logging(c: &dyn McpServerClient, w: &Wired) {
     let LogTag::Level(level) = line.tag else {
         unreachable!()
     };
+    // The record's text names its level ("Warning-level message", …).
     assert!(
-        line.text
-            .to_lowercase()
-            .starts_with(&format!("{level}")[..3]),
+        line.text.to_lowercase().starts_with(level.as_str()),
         "{line:?}"
     );
     assert_eq!(line.server, c.name());
