@@ -120,7 +120,7 @@ pub enum McpError {
         server: String,
         /// The task id the server assigned.
         task_id: String,
-        /// The terminal status (`failed`, `cancelled`, `input_required`) or
+        /// The terminal status (`failed`, `cancelled`) or
         /// `deadline` when the poll deadline passed.
         status: String,
         /// The server's `statusMessage`, if any.

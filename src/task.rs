@@ -1,7 +1,10 @@
 //! Tasks (MCP 2025-11-25): a server may defer an expensive `tools/call` and
 //! answer with a task handle instead of the result. The client then polls
 //! `tasks/get` until the task ends and fetches the result with
-//! `tasks/result` — block-and-poll, on the caller's thread.
+//! `tasks/result` — block-and-poll, on the caller's thread. A task that
+//! reports `input_required` is waited on through `tasks/result` at once: the
+//! server sends the requests it waits on (elicitation, sampling) while that
+//! request is open, and the connection's handlers answer them.
 
 use std::time::{Duration, Instant};
 
@@ -200,9 +203,19 @@ pub(crate) fn drive_task(
     let mut polls: u64 = 0;
     loop {
         match &current.status {
-            TaskStatus::Completed => {
-                guard.armed = false;
+            TaskStatus::Completed | TaskStatus::InputRequired => {
+                // On `input_required` the server delivers the requests it
+                // waits on (elicitation, sampling) while it answers
+                // `tasks/result`, which blocks until the task is terminal —
+                // the spec's advice, and what the official SDKs do. The
+                // connection's handlers answer those requests meanwhile.
+                // Should that wait fail (timeout, cancellation), the
+                // unfinished task is cancelled.
+                if current.status == TaskStatus::Completed {
+                    guard.armed = false;
+                }
                 let result = request("tasks/result", json!({"taskId": task.task_id}), opts)?;
+                guard.armed = false;
                 return match extract_call_result(server, tool, &result)? {
                     McpCallResult::Task(_) => Err(McpError::Protocol {
                         server: server.to_owned(),
@@ -218,12 +231,6 @@ pub(crate) fn drive_task(
                     current.status.as_str(),
                     current.status_message.clone(),
                 ));
-            }
-            TaskStatus::InputRequired => {
-                // Mid-task input is not supported yet; cancel the task so the
-                // server does not wait for input that will never come.
-                drop(guard);
-                return Err(task_err("input_required", current.status_message.clone()));
             }
             TaskStatus::Working | TaskStatus::Other(_) => {}
         }
@@ -343,6 +350,47 @@ mod tests {
         let e = drive_task(&req, "s", "tool", task("working"), &opts).unwrap_err();
         assert!(matches!(e, McpError::Cancelled { .. }));
         assert_eq!(*calls.borrow(), ["tasks/cancel"]);
+    }
+
+    #[test]
+    fn input_required_waits_on_tasks_result() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            match m {
+                "tasks/get" => Ok(json!({"taskId":"t","status":"input_required"})),
+                _ => Ok(json!({"content":[{"type":"text","text":"clarified"}]})),
+            }
+        };
+        let r = drive_task(&req, "s", "tool", task("working"), &CallOptions::default()).unwrap();
+        assert_eq!(r, McpCallResult::Text("clarified".into()));
+        assert_eq!(*calls.borrow(), ["tasks/get", "tasks/result"]);
+    }
+
+    #[test]
+    fn input_required_wait_that_fails_cancels_the_task() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            match m {
+                "tasks/result" => Err(McpError::CallTimeout {
+                    server: "s".into(),
+                    method: "tasks/result".into(),
+                    timeout: Duration::from_secs(1),
+                }),
+                _ => Ok(json!({})),
+            }
+        };
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("input_required"),
+            &CallOptions::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, McpError::CallTimeout { .. }), "{e}");
+        assert_eq!(*calls.borrow(), ["tasks/result", "tasks/cancel"]);
     }
 
     #[test]
