@@ -93,15 +93,48 @@ fn connect(url: &str, options: ClientOptions) -> Result<McpHttpServer, McpError>
     McpHttpServer::connect(&cfg, options)
 }
 
-/// Does what `scenario` expects of a client. `_context` is the suite's
-/// `MCP_CONFORMANCE_CONTEXT` (only the OAuth scenarios, not run yet, have one).
-fn run(
-    scenario: &str,
-    url: &str,
-    _context: &Value,
-    options: ClientOptions,
-) -> Result<(), McpError> {
+/// The client id metadata document URL the suite's CIMD scenario expects
+/// (a real client hosts its own document and names its URL here).
+const CONFORMANCE_CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// OAuth as the suite's authorization servers expect it: the headless
+/// authorizer follows their auto-approving authorization endpoint; the
+/// context carries pre-registered credentials where a scenario has them.
+fn oauth_options(scenario: &str, context: &Value) -> skald_mcp::auth::OAuthOptions {
+    let s = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    skald_mcp::auth::OAuthOptions {
+        client_id: s("client_id"),
+        client_secret: s("client_secret"),
+        client_metadata_url: Some(CONFORMANCE_CLIENT_METADATA_URL.to_owned()),
+        grant: if scenario.contains("client-credentials") {
+            skald_mcp::auth::Grant::ClientCredentials
+        } else {
+            skald_mcp::auth::Grant::AuthorizationCode
+        },
+        ..skald_mcp::auth::OAuthOptions::default()
+    }
+}
+
+/// Does what `scenario` expects of a client. `context` is the suite's
+/// `MCP_CONFORMANCE_CONTEXT` (the OAuth scenarios' credentials).
+fn run(scenario: &str, url: &str, context: &Value, options: ClientOptions) -> Result<(), McpError> {
     match scenario {
+        // Every auth scenario: connect through OAuth, list the tools and call
+        // the first one (a step-up scenario asks for more scope there).
+        s if s.starts_with("auth/") => {
+            let mut options = options;
+            options.oauth = Some(oauth_options(s, context));
+            let server = connect(url, options)?;
+            let tools = server.list_tools()?;
+            if let Some(t) = tools.first() {
+                match server.call_tool(&t.name, json!({})) {
+                    Ok(r) => println!("{}", r.to_text()),
+                    Err(e @ McpError::Auth { .. }) => return Err(e),
+                    Err(e) => eprintln!("{} answered: {e}", t.name),
+                }
+            }
+            server.close()
+        }
         // Handshake, then one request in the session.
         "initialize" => {
             let server = connect(url, options)?;

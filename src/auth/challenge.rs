@@ -37,6 +37,12 @@ pub fn parse_bearer(header: &str) -> Option<BearerChallenge> {
         while i < b.len() && !matches!(b[i], b' ' | b'\t' | b',' | b'=') {
             i += 1;
         }
+        if i == start {
+            // A stray '=' (or other separator) with no token: skip it, or
+            // the loop would never advance.
+            i += 1;
+            continue;
+        }
         let token = &header[start..i];
         let mut j = i;
         while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
