@@ -232,3 +232,6 @@ pub const AUTH_TOKEN_EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 /// How many times one request is retried after an authorization
 /// challenge (a `401` that keeps coming back stops here).
 pub const AUTH_MAX_ATTEMPTS: u32 = 3;
+
+/// How long the loopback authorizer waits for the browser's redirect.
+pub const AUTH_LOOPBACK_TIMEOUT: Duration = Duration::from_secs(5 * 60);

@@ -264,3 +264,56 @@ fn terminal_shows_progress_and_masks_secrets() {
     );
     assert!(!out.contains(secret), "the secret was echoed: {out}");
 }
+
+#[test]
+fn oauth_tokens_are_kept_in_the_database() {
+    use std::io::BufRead;
+    let mut server = Command::new("python3")
+        .arg(repo_path("scripts/oauth_mcp_server.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().strip_prefix("READY ").unwrap().parse().unwrap();
+    let e = Env::new();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    e.ok(&["add", "secured", "--url", &url]);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_skald-mcp"))
+            .args(args)
+            .env("SKALD_MCP_DB", e.dir.join("mcp.db"))
+            .env("SKALD_MCP_OAUTH_HEADLESS", "1")
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let o = run(&["call", "secured", "whoami"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with("dyn-"));
+    }
+    let received: Value = serde_json::from_reader(
+        ureq::get(&format!("http://127.0.0.1:{port}/_received"))
+            .call()
+            .unwrap()
+            .into_body()
+            .into_reader(),
+    )
+    .unwrap();
+    let authorizes = received
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["path"] == "/authorize")
+        .count();
+    assert_eq!(
+        authorizes, 1,
+        "the second run did not reuse the stored tokens"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -295,3 +295,78 @@ fn client_credentials_grant() {
         .iter()
         .any(|m| m["path"] == "/token" && m["form"]["grant_type"] == "client_credentials"));
 }
+
+#[test]
+fn tokens_persist_in_the_sqlite_store_across_reopening() {
+    let s = start("default");
+    let dir = std::env::temp_dir().join(format!("skald-oauth-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let open = || {
+        skald_mcp::store::Store::open(skald_mcp::store::StoreConfig::new(
+            dir.join("mcp.db"),
+            dir.join("logs"),
+        ))
+        .unwrap()
+    };
+    {
+        let store = open();
+        let oauth = OAuthOptions {
+            token_store: Arc::new(store.handle()),
+            ..OAuthOptions::default()
+        };
+        connect(&s, oauth).unwrap().close().unwrap();
+        let saved = store.oauth_load("secured").unwrap().expect("tokens saved");
+        assert!(saved.tokens.access_token.starts_with("at-"));
+        assert!(saved.client.unwrap().client_id.starts_with("dyn-"));
+        store.close().unwrap();
+    }
+    let store = open();
+    let oauth = OAuthOptions {
+        token_store: Arc::new(store.handle()),
+        ..OAuthOptions::default()
+    };
+    let c = connect(&s, oauth).unwrap();
+    c.call_tool("whoami", json!({})).unwrap();
+    assert_eq!(
+        s.received()
+            .iter()
+            .filter(|m| m["path"] == "/authorize")
+            .count(),
+        1,
+        "re-authorized despite stored tokens"
+    );
+    assert!(store.oauth_clear("secured").unwrap());
+    drop(c);
+    store.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_loopback_authorizer_receives_the_browser_redirect() {
+    let s = start("default");
+    // A free port for the redirect URI.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The "browser": follows the authorization URL, redirects included, which
+    // lands on the loopback listener.
+    let browser = skald_mcp::auth::LoopbackAuthorizer::new(|url: &str| {
+        let url = url.to_owned();
+        std::thread::spawn(move || {
+            let _ = ureq::get(&url).call();
+        });
+    })
+    .timeout(Duration::from_secs(20));
+    let c = connect(
+        &s,
+        OAuthOptions {
+            redirect_uri: format!("http://127.0.0.1:{port}/callback"),
+            authorizer: Arc::new(browser),
+            ..OAuthOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+}

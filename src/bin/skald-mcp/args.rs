@@ -121,6 +121,11 @@ A direct connection, without the database:
   connect VERB [VERB ARGS] --url URL [--api-key KEY]
      VERB is one of: tools, call TOOL [JSON] [--arg K=V]..., resources, read URI, prompts, ping
 
+HTTP servers without --api-key may ask for OAuth: the authorization URL is
+printed and the browser's redirect comes back to a loopback port; tokens are
+kept in the database. SKALD_MCP_OAUTH_HEADLESS=1 follows the URL without a
+browser (servers that approve automatically).
+
 Exit codes: 0 success, 1 tool error, 2 usage error, 3 connection or protocol error.
 RUST_LOG=mcp_client=debug shows the servers' stderr.";
 

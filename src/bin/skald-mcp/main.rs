@@ -169,7 +169,32 @@ fn options(g: &Global, store: Option<&Store>) -> ClientOptions {
     o
 }
 
-fn connect(cfg: &McpServerConfig, opts: ClientOptions) -> Res<Arc<dyn McpServerClient>> {
+/// Connects; an HTTP server without an `api_key` may ask for OAuth, which
+/// runs through the browser (the URL is printed, the redirect comes back to
+/// a loopback port) and keeps its tokens in the database when there is one.
+fn connect(
+    cfg: &McpServerConfig,
+    mut opts: ClientOptions,
+    store: Option<&Store>,
+) -> Res<Arc<dyn McpServerClient>> {
+    if cfg.transport == McpTransport::Http && cfg.api_key.is_none() {
+        // SKALD_MCP_OAUTH_HEADLESS=1: follow the authorization URL without a
+        // browser (servers that approve automatically, tests).
+        let headless = std::env::var_os("SKALD_MCP_OAUTH_HEADLESS").is_some_and(|v| v == "1");
+        let authorizer: Arc<dyn skald_mcp::auth::AuthorizationHandler> = if headless {
+            Arc::new(skald_mcp::auth::HeadlessAuthorizer::default())
+        } else {
+            Arc::new(skald_mcp::auth::LoopbackAuthorizer::default())
+        };
+        let mut oauth = skald_mcp::auth::OAuthOptions {
+            authorizer,
+            ..skald_mcp::auth::OAuthOptions::default()
+        };
+        if let Some(s) = store {
+            oauth.token_store = Arc::new(s.handle());
+        }
+        opts.oauth = Some(oauth);
+    }
     let client: Arc<dyn McpServerClient> = match cfg.transport {
         McpTransport::Stdio => Arc::new(McpServer::connect(cfg, opts)?),
         McpTransport::Http => Arc::new(McpHttpServer::connect(cfg, opts)?),
@@ -249,7 +274,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
                 let cfg = store.get_server(name)?.ok_or_else(|| {
                     Failure::Usage(format!("no server named {name:?} (see `skald-mcp list`)"))
                 })?;
-                let client = connect(&cfg, options(&g, Some(&store)))?;
+                let client = connect(&cfg, options(&g, Some(&store)), Some(&store))?;
                 if names.len() > 1 && !g.json {
                     println!("== {name}");
                 }
@@ -301,7 +326,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
                 }
             };
             let (ntx, nrx) = crossbeam_channel::unbounded();
-            let client = connect(&cfg, options(&g, None).notifications(ntx))?;
+            let client = connect(&cfg, options(&g, None).notifications(ntx), None)?;
             let r = run_verb(&g, &*client, &verb);
             let _ = client.close();
             for n in nrx.try_iter() {
@@ -327,11 +352,12 @@ fn list(g: &Global, check: bool) -> Res {
                 .iter()
                 .map(|c| {
                     let opts = options(g, Some(&store));
+                    let store_ref = &store;
                     s.spawn(move || {
                         if !c.enabled {
                             return ("disabled".to_owned(), String::new());
                         }
-                        match connect(c, opts).and_then(|cl| {
+                        match connect(c, opts, Some(store_ref)).and_then(|cl| {
                             let n = cl.list_tools().map_err(Failure::from)?.len();
                             let _ = cl.close();
                             Ok(n)

@@ -108,16 +108,13 @@ fn ask_field(w: &mut File, r: &mut BufReader<File>, f: &FormField) -> Result<Opt
         if let Some(d) = &f.default {
             prompt.push_str(&format!(" (default {d})"));
         }
+        // Echo goes off before the prompt is shown, so nothing typed ahead
+        // of it is echoed either.
+        let guard = if f.secret { NoEcho::new(w) } else { None };
         let _ = write!(w, "{prompt}{}: ", if f.required { " *" } else { "" });
         let _ = w.flush();
-        let line = if f.secret {
-            let guard = NoEcho::new(w);
-            let l = read_line(r);
-            drop(guard);
-            l
-        } else {
-            read_line(r)
-        };
+        let line = read_line(r);
+        drop(guard);
         let Some(line) = line else { return Err(()) };
         if line.is_empty() {
             if f.required && f.default.is_none() {
