@@ -105,6 +105,7 @@ fn oauth_options(scenario: &str, context: &Value) -> skald_mcp::auth::OAuthOptio
     skald_mcp::auth::OAuthOptions {
         client_id: s("client_id"),
         client_secret: s("client_secret"),
+        client_assertion_key: s("private_key_pem"),
         client_metadata_url: Some(CONFORMANCE_CLIENT_METADATA_URL.to_owned()),
         grant: if scenario.contains("client-credentials") {
             skald_mcp::auth::Grant::ClientCredentials

@@ -12,6 +12,7 @@ CREATE TABLE mcp_oauth (
     client_id     TEXT,
     client_secret TEXT,
     auth_method   TEXT CHECK (auth_method IS NULL
-                              OR auth_method IN ('client_secret_basic', 'client_secret_post', 'none')),
+                              OR auth_method IN ('client_secret_basic', 'client_secret_post', 'none',
+                                                 'private_key_jwt')),
     updated_at    TEXT NOT NULL
 ) WITHOUT ROWID;

@@ -83,6 +83,8 @@ pub enum TokenEndpointAuth {
     ClientSecretPost,
     /// A public client: the client id only.
     None,
+    /// A JWT assertion signed with the client's ES256 key (RFC 7523).
+    PrivateKeyJwt,
 }
 
 impl TokenEndpointAuth {
@@ -92,6 +94,7 @@ impl TokenEndpointAuth {
             TokenEndpointAuth::ClientSecretBasic => "client_secret_basic",
             TokenEndpointAuth::ClientSecretPost => "client_secret_post",
             TokenEndpointAuth::None => "none",
+            TokenEndpointAuth::PrivateKeyJwt => "private_key_jwt",
         }
     }
 
@@ -101,6 +104,7 @@ impl TokenEndpointAuth {
             "client_secret_basic" => TokenEndpointAuth::ClientSecretBasic,
             "client_secret_post" => TokenEndpointAuth::ClientSecretPost,
             "none" => TokenEndpointAuth::None,
+            "private_key_jwt" => TokenEndpointAuth::PrivateKeyJwt,
             _ => return None,
         })
     }
@@ -348,6 +352,10 @@ pub struct OAuthOptions {
     pub client_id: Option<String>,
     /// Pre-registered client secret.
     pub client_secret: Option<String>,
+    /// A pre-registered client's EC P-256 private key (PKCS#8 PEM): the
+    /// client then authenticates with an ES256 JWT assertion
+    /// (`private_key_jwt`) instead of a secret.
+    pub client_assertion_key: Option<String>,
     /// An HTTPS URL of this client's metadata document, used as the client
     /// id when the server supports Client ID Metadata Documents.
     pub client_metadata_url: Option<String>,
@@ -375,6 +383,10 @@ impl fmt::Debug for OAuthOptions {
                 "client_secret",
                 &self.client_secret.as_ref().map(|_| "<redacted>"),
             )
+            .field(
+                "client_assertion_key",
+                &self.client_assertion_key.as_ref().map(|_| "<redacted>"),
+            )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("redirect_uri", &self.redirect_uri)
             .field("scope", &self.scope)
@@ -388,6 +400,7 @@ impl Default for OAuthOptions {
         OAuthOptions {
             client_id: None,
             client_secret: None,
+            client_assertion_key: None,
             client_metadata_url: None,
             client_name: crate::limits::CLIENT_NAME.to_owned(),
             redirect_uri: "http://127.0.0.1:33418/callback".to_owned(),
@@ -900,6 +913,13 @@ impl OAuthClient {
                 TokenEndpointAuth::ClientSecretBasic
             }
         };
+        if let (Some(id), Some(_)) = (&self.opts.client_id, &self.opts.client_assertion_key) {
+            return Ok(ClientRegistration {
+                client_id: id.clone(),
+                client_secret: None,
+                auth_method: TokenEndpointAuth::PrivateKeyJwt,
+            });
+        }
         if let Some(id) = &self.opts.client_id {
             return Ok(ClientRegistration {
                 client_id: id.clone(),
@@ -990,14 +1010,38 @@ impl OAuthClient {
         &self,
         meta: &AuthServerMetadata,
         client: &'a ClientRegistration,
-        mut form: Vec<(&'a str, &'a str)>,
+        form: Vec<(&'a str, &'a str)>,
     ) -> Result<OAuthTokens> {
+        // Declared before the rebinding below, so it outlives the borrow.
+        let assertion: String;
+        let mut form: Vec<(&str, &str)> = form;
         let mut rb = self
             .agent
             .post(&meta.token_endpoint)
             .header("Content-Type", "application/x-www-form-urlencoded")
             .header("Accept", "application/json");
+        if client.auth_method == TokenEndpointAuth::PrivateKeyJwt {
+            let pem = self
+                .opts
+                .client_assertion_key
+                .as_deref()
+                .ok_or_else(|| self.err("private_key_jwt needs client_assertion_key"))?;
+            let audience = meta.issuer.clone().unwrap_or_else(|| {
+                url::split(&meta.token_endpoint)
+                    .map(|(o, _)| o)
+                    .unwrap_or_default()
+            });
+            assertion =
+                client_assertion(pem, &client.client_id, &audience).map_err(|m| self.err(m))?;
+            form.push(("client_id", &client.client_id));
+            form.push((
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ));
+            form.push(("client_assertion", &assertion));
+        }
         match (client.auth_method, &client.client_secret) {
+            (TokenEndpointAuth::PrivateKeyJwt, _) => {}
             (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
                 let creds = format!("{}:{}", url::encode(&client.client_id), url::encode(secret));
                 let b64 = base64::engine::general_purpose::STANDARD.encode(creds);
@@ -1088,6 +1132,39 @@ impl OAuthClient {
     }
 }
 
+/// An RFC 7523 client assertion: a JWT signed with ES256 by `pem`, with
+/// `iss` = `sub` = the client id, `aud` = the authorization server, and a
+/// five-minute lifetime.
+fn client_assertion(
+    pem: &str,
+    client_id: &str,
+    audience: &str,
+) -> std::result::Result<String, String> {
+    use p256::ecdsa::signature::Signer;
+    use p256::ecdsa::{Signature, SigningKey};
+    use p256::pkcs8::DecodePrivateKey;
+    let key = SigningKey::from_pkcs8_pem(pem)
+        .map_err(|e| format!("the client assertion key is not a P-256 PKCS#8 key: {e}"))?;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let jti = pkce::random_token(16).map_err(|e| format!("no randomness: {e}"))?;
+    let header = serde_json::json!({"alg": "ES256", "typ": "JWT"});
+    let claims = serde_json::json!({
+        "iss": client_id, "sub": client_id, "aud": audience,
+        "iat": now, "exp": now + 300, "jti": jti,
+    });
+    let input = format!(
+        "{}.{}",
+        b64(header.to_string().as_bytes()),
+        b64(claims.to_string().as_bytes())
+    );
+    let sig: Signature = key.sign(input.as_bytes());
+    Ok(format!("{input}.{}", b64(&sig.to_bytes())))
+}
+
 fn read_json(body: ureq::Body) -> std::result::Result<Value, String> {
     let mut buf = Vec::new();
     body.into_reader()
@@ -1152,6 +1229,32 @@ mod tests {
             Some("a b c")
         );
         assert_eq!(union_scopes(None, None), None);
+    }
+
+    #[test]
+    fn client_assertions_verify() {
+        use p256::ecdsa::signature::Verifier;
+        use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
+        use p256::pkcs8::{EncodePrivateKey, LineEnding};
+        let key = SigningKey::from_bytes(&[7u8; 32].into()).unwrap();
+        let pem = key.to_pkcs8_pem(LineEnding::LF).unwrap();
+        let jwt = client_assertion(&pem, "client-1", "https://auth.example").unwrap();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let d = |s: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(s)
+                .unwrap()
+        };
+        let claims: Value = serde_json::from_slice(&d(parts[1])).unwrap();
+        assert_eq!(claims["iss"], "client-1");
+        assert_eq!(claims["sub"], "client-1");
+        assert_eq!(claims["aud"], "https://auth.example");
+        let sig = Signature::from_slice(&d(parts[2])).unwrap();
+        VerifyingKey::from(&key)
+            .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &sig)
+            .expect("the signature verifies");
+        assert!(client_assertion("not a key", "c", "a").is_err());
     }
 
     #[test]
