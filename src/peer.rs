@@ -769,7 +769,9 @@ impl Peer {
         let result = match extract_call_result(&self.name, name, &result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
-                drive_task(&req, &self.name, name, task, opts)?
+                let can_provide_input =
+                    self.opts.elicitation.is_some() || self.opts.sampling.is_some();
+                drive_task(&req, &self.name, name, task, opts, can_provide_input)?
             }
             other => other,
         };

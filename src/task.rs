@@ -170,12 +170,18 @@ fn wait_or_cancel(d: Duration, cancel: Option<&CancelToken>) -> bool {
 }
 
 /// Polls `task` to its end and returns the real result.
+///
+/// `can_provide_input`: whether the connection has a handler (elicitation or
+/// sampling) that could answer what an `input_required` task asks for; if
+/// not, such a task is cancelled at once with a typed error instead of
+/// waiting for input that cannot come.
 pub(crate) fn drive_task(
     request: &RequestFn<'_>,
     server: &str,
     tool: &str,
     task: CreateTaskResult,
     opts: &CallOptions,
+    can_provide_input: bool,
 ) -> Result<McpCallResult> {
     let started = Instant::now();
     let deadline = started + poll_deadline(task.ttl);
@@ -203,6 +209,18 @@ pub(crate) fn drive_task(
     let mut polls: u64 = 0;
     loop {
         match &current.status {
+            TaskStatus::InputRequired if !can_provide_input => {
+                drop(guard); // cancels the task
+                return Err(task_err(
+                    "input_required",
+                    Some(
+                        current
+                            .status_message
+                            .clone()
+                            .unwrap_or_else(|| "the task needs input, and no elicitation or sampling handler is installed".into()),
+                    ),
+                ));
+            }
             TaskStatus::Completed | TaskStatus::InputRequired => {
                 // On `input_required` the server delivers the requests it
                 // waits on (elicitation, sampling) while it answers
@@ -328,8 +346,15 @@ mod tests {
             calls.borrow_mut().push(m.to_owned());
             Ok(json!({"taskId":"t","status":"failed","statusMessage":"disk on fire"}))
         };
-        let e =
-            drive_task(&req, "s", "tool", task("working"), &CallOptions::default()).unwrap_err();
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("working"),
+            &CallOptions::default(),
+            true,
+        )
+        .unwrap_err();
         assert!(
             matches!(&e, McpError::Task { status, message: Some(m), .. } if status == "failed" && m == "disk on fire"),
             "{e}"
@@ -347,7 +372,7 @@ mod tests {
         let token = CancelToken::new();
         token.cancel();
         let opts = CallOptions::default().cancel_token(token);
-        let e = drive_task(&req, "s", "tool", task("working"), &opts).unwrap_err();
+        let e = drive_task(&req, "s", "tool", task("working"), &opts, true).unwrap_err();
         assert!(matches!(e, McpError::Cancelled { .. }));
         assert_eq!(*calls.borrow(), ["tasks/cancel"]);
     }
@@ -362,7 +387,15 @@ mod tests {
                 _ => Ok(json!({"content":[{"type":"text","text":"clarified"}]})),
             }
         };
-        let r = drive_task(&req, "s", "tool", task("working"), &CallOptions::default()).unwrap();
+        let r = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("working"),
+            &CallOptions::default(),
+            true,
+        )
+        .unwrap();
         assert_eq!(r, McpCallResult::Text("clarified".into()));
         assert_eq!(*calls.borrow(), ["tasks/get", "tasks/result"]);
     }
@@ -387,10 +420,34 @@ mod tests {
             "tool",
             task("input_required"),
             &CallOptions::default(),
+            true,
         )
         .unwrap_err();
         assert!(matches!(e, McpError::CallTimeout { .. }), "{e}");
         assert_eq!(*calls.borrow(), ["tasks/result", "tasks/cancel"]);
+    }
+
+    #[test]
+    fn input_required_without_a_handler_is_cancelled_at_once() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            Ok(json!({}))
+        };
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("input_required"),
+            &CallOptions::default(),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, McpError::Task { status, .. } if status == "input_required"),
+            "{e}"
+        );
+        assert_eq!(*calls.borrow(), ["tasks/cancel"]);
     }
 
     #[test]
@@ -405,6 +462,7 @@ mod tests {
             "tool",
             task("completed"),
             &CallOptions::default(),
+            true,
         )
         .unwrap();
         assert_eq!(r, McpCallResult::Text("job done".into()));
