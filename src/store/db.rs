@@ -108,15 +108,15 @@ fn decode_event(raw: RawEvent) -> Result<StoredEvent> {
     })
 }
 
-/// The oldest `limit` pending events, by id.
-pub(crate) fn pending_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
-    let ctx = "reading pending events";
+/// Runs an event query whose only parameter is a row limit.
+fn query_events(
+    conn: &Connection,
+    ctx: &'static str,
+    sql: &str,
+    limit: usize,
+) -> Result<Vec<StoredEvent>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut st = conn
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM mcp_events WHERE status = 'pending' ORDER BY id LIMIT ?1"
-        ))
-        .map_err(sql_err(ctx))?;
+    let mut st = conn.prepare_cached(sql).map_err(sql_err(ctx))?;
     let raws = st
         .query_map([limit], event_from_row)
         .map_err(sql_err(ctx))?
@@ -125,21 +125,20 @@ pub(crate) fn pending_events(conn: &Connection, limit: usize) -> Result<Vec<Stor
     raws.into_iter().map(decode_event).collect()
 }
 
+/// The oldest `limit` pending events, by id.
+pub(crate) fn pending_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM mcp_events WHERE status = 'pending' ORDER BY id LIMIT ?1"
+    );
+    query_events(conn, "reading pending events", &sql, limit)
+}
+
 /// The newest `limit` events of any status, oldest first.
 pub(crate) fn recent_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
-    let ctx = "reading recent events";
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut st = conn
-        .prepare_cached(&format!(
-            "SELECT * FROM (SELECT {EVENT_COLUMNS} FROM mcp_events ORDER BY id DESC LIMIT ?1) ORDER BY id"
-        ))
-        .map_err(sql_err(ctx))?;
-    let raws = st
-        .query_map([limit], event_from_row)
-        .map_err(sql_err(ctx))?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql_err(ctx))?;
-    raws.into_iter().map(decode_event).collect()
+    let sql = format!(
+        "SELECT * FROM (SELECT {EVENT_COLUMNS} FROM mcp_events ORDER BY id DESC LIMIT ?1) ORDER BY id"
+    );
+    query_events(conn, "reading recent events", &sql, limit)
 }
 
 /// One event by id, whatever its status.
