@@ -69,9 +69,7 @@ use serde_json::Value;
 use ureq::http::{HeaderValue, Response, StatusCode};
 use ureq::{Agent, Body, RequestBuilder};
 
-use crate::client::{
-    CallOptions, ClientOptions, Implementation, InitializeInfo, McpServerClient, ServerCapabilities,
-};
+use crate::client::{ClientOptions, McpServerClient};
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::limits::{
@@ -80,9 +78,7 @@ use crate::limits::{
     SSE_DEFAULT_RETRY, SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
-use crate::result::McpCallResult;
 use crate::sse::{SseError, SseReader};
-use crate::tool::McpTool;
 
 /// The session header (case-insensitive on the wire).
 const SESSION_HEADER: &str = "Mcp-Session-Id";
@@ -1583,62 +1579,11 @@ impl Drop for McpHttpServer {
 }
 
 impl McpServerClient for McpHttpServer {
-    fn name(&self) -> &str {
-        &self.peer.name
-    }
-
-    fn initialize(&self) -> Result<InitializeInfo> {
-        self.peer.initialize()
-    }
-
-    fn list_tools(&self) -> Result<Vec<McpTool>> {
-        self.peer.list_tools()
-    }
-
-    fn call_tool_with(
-        &self,
-        name: &str,
-        arguments: Value,
-        options: &CallOptions,
-    ) -> Result<McpCallResult> {
-        self.peer.call_tool(name, arguments, options)
-    }
-
-    fn ping(&self) -> Result<()> {
-        self.peer.ping()
-    }
-
-    fn request(&self, method: &str, params: Option<Value>, options: &CallOptions) -> Result<Value> {
-        self.peer.request(method, params, options)
-    }
-
-    fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        self.peer.notify(method, params)
-    }
+    crate::peer::peer_client_methods!();
 
     fn close(&self) -> Result<()> {
         self.shutdown(true);
         Ok(())
-    }
-
-    fn is_connected(&self) -> bool {
-        self.peer.is_alive()
-    }
-
-    fn protocol_version(&self) -> Option<String> {
-        self.peer.init_info().map(|i| i.protocol_version)
-    }
-
-    fn server_capabilities(&self) -> Option<ServerCapabilities> {
-        self.peer.init_info().map(|i| i.capabilities)
-    }
-
-    fn server_info(&self) -> Option<Implementation> {
-        self.peer.init_info().map(|i| i.server_info)
-    }
-
-    fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
-        self.peer.cached_tools()
     }
 }
 

@@ -1100,3 +1100,69 @@ impl Peer {
         }
     }
 }
+
+/// The [`McpServerClient`](crate::McpServerClient) methods every transport
+/// implements by delegating to its `peer` field: everything but `close`,
+/// which is the transport's own.
+macro_rules! peer_client_methods {
+    () => {
+        fn name(&self) -> &str {
+            &self.peer.name
+        }
+
+        fn initialize(&self) -> $crate::Result<$crate::InitializeInfo> {
+            self.peer.initialize()
+        }
+
+        fn list_tools(&self) -> $crate::Result<Vec<$crate::McpTool>> {
+            self.peer.list_tools()
+        }
+
+        fn call_tool_with(
+            &self,
+            name: &str,
+            arguments: serde_json::Value,
+            options: &$crate::CallOptions,
+        ) -> $crate::Result<$crate::McpCallResult> {
+            self.peer.call_tool(name, arguments, options)
+        }
+
+        fn ping(&self) -> $crate::Result<()> {
+            self.peer.ping()
+        }
+
+        fn request(
+            &self,
+            method: &str,
+            params: Option<serde_json::Value>,
+            options: &$crate::CallOptions,
+        ) -> $crate::Result<serde_json::Value> {
+            self.peer.request(method, params, options)
+        }
+
+        fn notify(&self, method: &str, params: Option<serde_json::Value>) -> $crate::Result<()> {
+            self.peer.notify(method, params)
+        }
+
+        fn is_connected(&self) -> bool {
+            self.peer.is_alive()
+        }
+
+        fn protocol_version(&self) -> Option<String> {
+            self.peer.init_info().map(|i| i.protocol_version)
+        }
+
+        fn server_capabilities(&self) -> Option<$crate::ServerCapabilities> {
+            self.peer.init_info().map(|i| i.capabilities)
+        }
+
+        fn server_info(&self) -> Option<$crate::Implementation> {
+            self.peer.init_info().map(|i| i.server_info)
+        }
+
+        fn cached_tools(&self) -> Option<std::sync::Arc<Vec<$crate::McpTool>>> {
+            self.peer.cached_tools()
+        }
+    };
+}
+pub(crate) use peer_client_methods;

@@ -31,17 +31,13 @@ use crossbeam_channel::{
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::client::{
-    CallOptions, ClientOptions, Implementation, InitializeInfo, McpServerClient, ServerCapabilities,
-};
+use crate::client::{ClientOptions, McpServerClient};
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::jsonrpc;
 use crate::limits::{IO_THREAD_STACK, MAX_STDERR_LINE, READER_THREAD_STACK};
 use crate::log::LogTag;
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
-use crate::result::McpCallResult;
-use crate::tool::McpTool;
 
 /// How long `Drop` and `close()` wait for the I/O threads to finish after
 /// the child is dead, before leaving them detached.
@@ -585,62 +581,11 @@ fn stderr_loop(stderr: ChildStderr, peer: &Peer) {
 }
 
 impl McpServerClient for McpServer {
-    fn name(&self) -> &str {
-        &self.peer.name
-    }
-
-    fn initialize(&self) -> Result<InitializeInfo> {
-        self.peer.initialize()
-    }
-
-    fn list_tools(&self) -> Result<Vec<McpTool>> {
-        self.peer.list_tools()
-    }
-
-    fn call_tool_with(
-        &self,
-        name: &str,
-        arguments: Value,
-        options: &CallOptions,
-    ) -> Result<McpCallResult> {
-        self.peer.call_tool(name, arguments, options)
-    }
-
-    fn ping(&self) -> Result<()> {
-        self.peer.ping()
-    }
-
-    fn request(&self, method: &str, params: Option<Value>, options: &CallOptions) -> Result<Value> {
-        self.peer.request(method, params, options)
-    }
-
-    fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        self.peer.notify(method, params)
-    }
+    crate::peer::peer_client_methods!();
 
     fn close(&self) -> Result<()> {
         self.shutdown();
         Ok(())
-    }
-
-    fn is_connected(&self) -> bool {
-        self.peer.is_alive()
-    }
-
-    fn protocol_version(&self) -> Option<String> {
-        self.peer.init_info().map(|i| i.protocol_version)
-    }
-
-    fn server_capabilities(&self) -> Option<ServerCapabilities> {
-        self.peer.init_info().map(|i| i.capabilities)
-    }
-
-    fn server_info(&self) -> Option<Implementation> {
-        self.peer.init_info().map(|i| i.server_info)
-    }
-
-    fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
-        self.peer.cached_tools()
     }
 }
 
