@@ -91,6 +91,16 @@ pub const READER_THREAD_STACK: usize = 512 * 1024;
 /// is cut (with a marker) so a server cannot grow a log line without bound.
 pub const MAX_STDERR_LINE: usize = 16 * 1024;
 
+/// Subschema checks an output-schema validation may always make, whatever
+/// the size of the value (see [`schema::validate`](crate::schema::validate)).
+/// A schema whose `$ref`s branch exponentially fails with "too complex"
+/// once the budget is spent, instead of spinning the caller's thread.
+pub const SCHEMA_MIN_STEPS: usize = 100_000;
+
+/// Further subschema checks allowed per JSON value of the validated result,
+/// so a large but legitimate result is never refused for its size.
+pub const SCHEMA_STEPS_PER_NODE: usize = 64;
+
 // ---- Streamable HTTP ---------------------------------------------------------
 
 /// How long an HTTP connection (TCP and TLS) may take to be established.
