@@ -247,16 +247,6 @@ fn text_excerpt(bytes: &[u8]) -> String {
     }
 }
 
-/// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes them.
-fn body_excerpt(body: Body) -> String {
-    let mut buf = Vec::new();
-    let _ = body
-        .into_reader()
-        .take(HTTP_ERROR_BODY_LIMIT as u64)
-        .read_to_end(&mut buf);
-    text_excerpt(&buf)
-}
-
 fn status_text(status: u16) -> String {
     match StatusCode::from_u16(status)
         .ok()
@@ -267,8 +257,9 @@ fn status_text(status: u16) -> String {
     }
 }
 
-/// The URL as shown in log lines: no user info, no query, no fragment.
-fn shown_url(url: &str) -> String {
+/// The URL as shown in log lines and `Debug`: no user info, no query, no
+/// fragment (any of which may carry a token).
+pub(crate) fn shown_url(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
     let rest = rest.split(['?', '#']).next().unwrap_or(rest);
     let rest = match rest.split_once('/') {
@@ -329,6 +320,34 @@ fn id_matches(v: &Value, id: i64) -> bool {
 }
 
 impl Shared {
+    /// A short excerpt of a body for an error or log line, with the api key
+    /// replaced: some servers and gateways quote the `Authorization` header
+    /// back in their error bodies.
+    fn quote(&self, bytes: &[u8]) -> String {
+        let key = self
+            .auth
+            .as_deref()
+            .map(|a| a.strip_prefix("Bearer ").unwrap_or(a))
+            .filter(|k| !k.is_empty());
+        match key {
+            Some(k) if bytes.windows(k.len()).any(|w| w == k.as_bytes()) => {
+                let text = String::from_utf8_lossy(bytes).replace(k, "<redacted>");
+                text_excerpt(text.as_bytes())
+            }
+            _ => text_excerpt(bytes),
+        }
+    }
+
+    /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes them.
+    fn quote_body(&self, body: Body) -> String {
+        let mut buf = Vec::new();
+        let _ = body
+            .into_reader()
+            .take(HTTP_ERROR_BODY_LIMIT as u64)
+            .read_to_end(&mut buf);
+        self.quote(&buf)
+    }
+
     fn peer(&self) -> Option<Arc<Peer>> {
         self.peer.get().and_then(Weak::upgrade)
     }
@@ -373,7 +392,7 @@ impl Shared {
             401 | 403 => "; check the server's api_key",
             _ => "",
         };
-        let excerpt = body_excerpt(resp.into_body());
+        let excerpt = self.quote_body(resp.into_body());
         self.http_err(
             method,
             Some(status),
@@ -563,7 +582,7 @@ impl Shared {
             .map_err(|e| Failure::Error(self.transport_err(method, "POST", &e)))?;
         let status = resp.status().as_u16();
         if status == 404 && session.id.is_some() && !initialize {
-            return Err(Failure::SessionExpired(body_excerpt(resp.into_body())));
+            return Err(Failure::SessionExpired(self.quote_body(resp.into_body())));
         }
         if !(200..300).contains(&status) {
             return Err(Failure::Error(self.status_err(method, resp)));
@@ -608,7 +627,7 @@ impl Shared {
                 } else {
                     format!("Content-Type {other:?}")
                 };
-                let excerpt = body_excerpt(resp.into_body());
+                let excerpt = self.quote_body(resp.into_body());
                 Err(Failure::Error(self.http_err(
                     method,
                     Some(status),
@@ -670,7 +689,7 @@ impl Shared {
                 format!(
                     "the JSON body is not a response to request {}: {}",
                     job.id,
-                    text_excerpt(&buf)
+                    self.quote(&buf)
                 ),
             )));
         }
@@ -900,7 +919,7 @@ impl Shared {
             end = PumpEnd::Ended(Some(format!(
                 "resuming got {}: {}",
                 status_text(s),
-                body_excerpt(resp.into_body())
+                self.quote_body(resp.into_body())
             )));
         }
     }
@@ -936,7 +955,7 @@ impl Shared {
             return Ok(());
         }
         if status == 404 && session.id.is_some() {
-            let excerpt = body_excerpt(resp.into_body());
+            let excerpt = self.quote_body(resp.into_body());
             return Err(self.http_err(
                 method,
                 Some(404),
@@ -1112,7 +1131,7 @@ impl Shared {
             } else {
                 format!("was answered {}", status_text(status))
             };
-            return Listened::Failed(format!("{what}: {}", body_excerpt(resp.into_body())));
+            return Listened::Failed(format!("{what}: {}", self.quote_body(resp.into_body())));
         }
         self.listening.store(true, Ordering::Release);
         if !*announced || cursor.last_id.is_some() {
