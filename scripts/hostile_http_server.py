@@ -46,6 +46,8 @@ responses get 202. Tools (tools/call), each a different behaviour:
   task_tool              declared with taskSupport "optional": a task-augmented call answers with a
                          task handle; tasks/get reports "working" once, then "completed";
                          tasks/result gives the text "task done"
+  auth_echo              401 whose body quotes the Authorization header back (as some gateways
+                         do), for the tests that check a bearer token never reaches a log
   notify_get {n}         queues, for the GET stream: notifications/custom {n}, a log notification,
                          and a `ping` request with id "srv-<n>"; answers "queued"
 """
@@ -279,7 +281,7 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "tools/list":
             names = ["echo", "sse_echo", "expire", "expire_forever", "drop_resumable", "drop_unresumable",
                      "garbage", "garbage_only", "slow", "html", "error500", "bad_json", "huge", "huge_sse",
-                     "accepted", "notify_get"]
+                     "accepted", "notify_get", "auth_echo"]
             tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
             tools.append({"name": "task_tool", "inputSchema": {"type": "object"},
                           "execution": {"taskSupport": "optional"}})
@@ -378,6 +380,9 @@ class Handler(BaseHTTPRequestHandler):
             self.end_sse()
         elif name == "accepted":
             self.send_plain(202)
+        elif name == "auth_echo":
+            body = f"invalid credentials: {self.headers.get('Authorization')}".encode()
+            self.send_plain(401, body, ctype="text/plain")
         elif name == "notify_get":
             n = args.get("n", 1)
             GET_QUEUE.put({"jsonrpc": "2.0", "method": "notifications/custom", "params": {"n": n}})
