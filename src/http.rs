@@ -72,8 +72,9 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::limits::{
     HTTP_CLOSE_TIMEOUT, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_LISTEN_IDLE_TIMEOUT,
-    HTTP_MAX_CONCURRENT_POSTS, HTTP_NOTIFY_TIMEOUT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY,
-    SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
+    HTTP_MAX_CONCURRENT_POSTS, HTTP_MAX_RETRIES, HTTP_NOTIFY_TIMEOUT, HTTP_RETRY_DEFAULT,
+    HTTP_RETRY_MAX_WAIT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY, SSE_MAX_RECONNECTS, SSE_MAX_RETRY,
+    SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
 use crate::result::McpCallResult;
@@ -159,8 +160,47 @@ struct Job {
 enum Failure {
     /// `404` on a request that carried a session id.
     SessionExpired(String),
+    /// `429` or `503`: may be retried (after `Retry-After`, when given) if
+    /// the request is safe to repeat; otherwise the call fails with `error`.
+    Busy {
+        retry_after: Option<Duration>,
+        error: McpError,
+    },
     /// Anything else; the call fails with this error.
     Error(McpError),
+}
+
+/// Requests that may be sent again after a `429`/`503`: they change nothing
+/// on the server, or (`initialize`) start over from nothing.
+fn is_retry_safe(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "tasks/get"
+            | "tasks/list"
+            | "tasks/result"
+    )
+}
+
+/// The `Retry-After` of a response: delay-seconds, or an HTTP date (a date
+/// in the past is no delay).
+fn retry_after(resp: &Response<Body>) -> Option<Duration> {
+    let v = resp.headers().get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when =
+        time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc2822).ok()?;
+    let delta = when - time::OffsetDateTime::now_utc();
+    Some(Duration::try_from(delta).unwrap_or(Duration::ZERO))
 }
 
 /// How reading an event stream ended.
@@ -492,11 +532,46 @@ impl Shared {
     /// re-initializes once and posts it again.
     fn run_request(&self, peer: &Arc<Peer>, job: Job) {
         let mut recovered = false;
+        let deadline = Instant::now() + job.timeout;
+        let mut retries = 0u32;
         loop {
             let session = self.snapshot();
             let err = match self.post_request(peer, &job, &session) {
                 Ok(()) => return,
                 Err(Failure::Error(e)) => e,
+                Err(Failure::Busy { retry_after, error }) => {
+                    let wait = retry_after
+                        .unwrap_or_else(|| HTTP_RETRY_DEFAULT.saturating_mul(1 << retries.min(16)));
+                    let fits = Instant::now()
+                        .checked_add(wait)
+                        .is_some_and(|t| t < deadline);
+                    if !(is_retry_safe(&job.method)
+                        && retries < HTTP_MAX_RETRIES
+                        && wait <= HTTP_RETRY_MAX_WAIT
+                        && fits)
+                    {
+                        error
+                    } else {
+                        retries += 1;
+                        if let McpError::Http { message, .. } = &error {
+                            peer.lifecycle(format!(
+                                "{}: {message}; retrying in {} ({retries}/{HTTP_MAX_RETRIES})",
+                                job.method,
+                                fmt_delay(wait)
+                            ));
+                        }
+                        // Woken at once by close().
+                        if !matches!(
+                            self.shutdown_rx.recv_timeout(wait),
+                            Err(RecvTimeoutError::Timeout)
+                        ) || self.closing()
+                            || !peer.is_pending(job.id)
+                        {
+                            return;
+                        }
+                        continue;
+                    }
+                }
                 Err(Failure::SessionExpired(excerpt)) => {
                     if recovered || self.closing() {
                         self.http_err(
@@ -583,6 +658,17 @@ impl Shared {
         let status = resp.status().as_u16();
         if status == 404 && session.id.is_some() && !initialize {
             return Err(Failure::SessionExpired(self.quote_body(resp.into_body())));
+        }
+        if status == 429 || status == 503 {
+            let after = retry_after(&resp);
+            let mut error = self.status_err(method, resp);
+            if let (McpError::Http { message, .. }, Some(a)) = (&mut error, after) {
+                message.push_str(&format!("; Retry-After {}", fmt_delay(a)));
+            }
+            return Err(Failure::Busy {
+                retry_after: after,
+                error,
+            });
         }
         if !(200..300).contains(&status) {
             return Err(Failure::Error(self.status_err(method, resp)));

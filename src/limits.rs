@@ -131,6 +131,21 @@ pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 
+/// How many times a request that is safe to repeat (`initialize`, `ping`,
+/// and the list, read and get methods; never `tools/call`) is sent again
+/// after a `429 Too Many Requests` or `503 Service Unavailable`. Each wait
+/// honours the server's `Retry-After` and must end before the call's
+/// deadline; otherwise the call fails with the status at once.
+pub const HTTP_MAX_RETRIES: u32 = 3;
+
+/// The wait before retrying after a `429`/`503` without `Retry-After`
+/// (doubled for each further retry).
+pub const HTTP_RETRY_DEFAULT: Duration = Duration::from_millis(500);
+
+/// The longest `Retry-After` that is waited for; a longer one fails the call
+/// with the status (and the delay) instead.
+pub const HTTP_RETRY_MAX_WAIT: Duration = Duration::from_secs(30);
+
 /// Delay before an event stream is resumed when the server did not set one
 /// with the SSE `retry` field.
 pub const SSE_DEFAULT_RETRY: Duration = Duration::from_secs(1);
