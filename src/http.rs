@@ -78,7 +78,7 @@ use crate::limits::{
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
 use crate::result::McpCallResult;
-use crate::sse::{SseError, SseReader};
+use crate::sse::{SseError, SseReader, SseStep};
 use crate::tool::McpTool;
 
 /// The session header (case-insensitive on the wire).
@@ -818,7 +818,8 @@ impl Shared {
         observer: Option<&InitObserver>,
         events: &mut usize,
     ) -> PumpEnd {
-        self.pump(reader, true, events, &mut |data| {
+        let wanted = || peer.is_pending(job.id);
+        self.pump(reader, true, events, &wanted, &mut |data| {
             if let Some(o) = observer {
                 self.observe_initialize(data, o);
             }
@@ -829,33 +830,43 @@ impl Shared {
 
     /// Reads events, handing each message to `dispatch` until it returns
     /// false. Priming events (empty data) and events of other types than
-    /// `message` are skipped.
+    /// `message` are skipped. Between events (a stream of keep-alive
+    /// comments that never completes one included) reading stops as soon
+    /// as `wanted` says nobody waits for the stream any more.
     fn pump<R: Read>(
         &self,
         reader: &mut SseReader<R>,
         fail_on_too_large: bool,
         events: &mut usize,
+        wanted: &dyn Fn() -> bool,
         dispatch: &mut dyn FnMut(&[u8]) -> bool,
     ) -> PumpEnd {
         loop {
             if self.closing() {
                 return PumpEnd::Closing;
             }
-            match reader.next_event() {
-                Ok(Some(ev)) => {
-                    *events += 1;
-                    if ev.event != "message" {
-                        ::log::debug!(target: "mcp_client", "[{}] ignoring SSE event of type {:?}", self.name, ev.event);
-                        continue;
+            match reader.step() {
+                Ok(SseStep::NoEvent) => {
+                    if !wanted() {
+                        return PumpEnd::Stopped;
                     }
-                    if ev.data.iter().all(u8::is_ascii_whitespace) {
+                }
+                Ok(SseStep::Event(ev)) => {
+                    *events += 1;
+                    if ev.event != "message" || ev.data.iter().all(u8::is_ascii_whitespace) {
+                        if ev.event != "message" {
+                            ::log::debug!(target: "mcp_client", "[{}] ignoring SSE event of type {:?}", self.name, ev.event);
+                        }
+                        if !wanted() {
+                            return PumpEnd::Stopped;
+                        }
                         continue;
                     }
                     if !dispatch(&ev.data) {
                         return PumpEnd::Stopped;
                     }
                 }
-                Ok(None) => {
+                Ok(SseStep::End) => {
                     return if self.closing() {
                         PumpEnd::Closing
                     } else {
@@ -1230,7 +1241,7 @@ impl Shared {
         let mut reader = SseReader::new(resp.into_body().into_reader(), self.max_message_size);
         let mut events = 0;
         let mut superseded = false;
-        let end = self.pump(&mut reader, false, &mut events, &mut |data| {
+        let end = self.pump(&mut reader, false, &mut events, &|| true, &mut |data| {
             let Some(p) = self.peer() else {
                 return false;
             };
