@@ -27,9 +27,13 @@ for t in "${targets[@]}"; do
     mkdir -p "corpus-work/$t" "corpus/$t"
     echo "== $t (${secs}s)"
     log="corpus-work/$t.log"
+    dict=()
+    if [ -f "dicts/$t.dict" ]; then
+        dict=(-dict="dicts/$t.dict")
+    fi
     if cargo +nightly fuzz run -O "$t" "corpus-work/$t" "corpus/$t" -- \
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        "${parallel[@]}" -print_final_stats=1 >"$log" 2>&1; then
+        "${parallel[@]}" "${dict[@]}" -print_final_stats=1 >"$log" 2>&1; then
         grep -E "^#[0-9]+[[:space:]]+DONE" "$log" | tail -n 1
     else
         echo "!! $t failed; see fuzz/$log and fuzz/artifacts/$t/"
