@@ -867,9 +867,7 @@ fn read_only_checks(dir: &Path) {
     store.insert_event(ev("s", 0)).unwrap();
     store.close().unwrap();
     chmod(&db, 0o444);
-    let e = Store::open(StoreConfig::new(&db, &a))
-        .err()
-        .expect("a read-only file is refused");
+    let e = open_err(StoreConfig::new(&db, &a), "a read-only file is refused");
     expect_clear(e, &db);
 
     // A directory that is read-only: no database can be created in it.
@@ -877,9 +875,10 @@ fn read_only_checks(dir: &Path) {
     fs::create_dir_all(&b).unwrap();
     chmod(&b, 0o555);
     let db = b.join("store.db");
-    let e = Store::open(StoreConfig::new(&db, dir.join("logs-b")))
-        .err()
-        .expect("a read-only directory is refused");
+    let e = open_err(
+        StoreConfig::new(&db, dir.join("logs-b")),
+        "a read-only directory is refused",
+    );
     expect_clear(e, &db);
 
     // A read-only directory holding an existing database (WAL needs its
@@ -891,10 +890,18 @@ fn read_only_checks(dir: &Path) {
     store.insert_event(ev("s", 0)).unwrap();
     store.close().unwrap();
     chmod(&c, 0o555);
-    let e = Store::open(StoreConfig::new(&db, dir.join("logs-c")))
-        .err()
-        .expect("a database in a read-only directory is refused");
+    let e = open_err(
+        StoreConfig::new(&db, dir.join("logs-c")),
+        "a database in a read-only directory is refused",
+    );
     expect_clear(e, &db);
+}
+
+fn open_err(config: StoreConfig, what: &str) -> McpError {
+    match Store::open(config) {
+        Ok(_) => panic!("{what}: the store opened"),
+        Err(e) => e,
+    }
 }
 
 /// The child side of [`read_only_database_or_directory_is_a_clear_error`].

@@ -2,7 +2,9 @@
 //! interval and deadline derived from it are bounded.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use skald_mcp::{clamp_poll_interval, poll_deadline, CreateTaskResult, TASK_POLL_MAX, TASK_POLL_MIN};
+use skald_mcp::{
+    clamp_poll_interval, poll_deadline, CreateTaskResult, TASK_POLL_MAX, TASK_POLL_MIN,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else {

@@ -21,11 +21,24 @@ fuzz_target!(|data: &[u8]| {
             Incoming::Response { id, outcome: Ok(r) } => jsonrpc::result_value(id, r.clone()),
             Incoming::Response { .. } => continue,
         };
-        let again = jsonrpc::decode(&jsonrpc::encode_value(&v)).expect("re-encoded message decodes");
+        let again =
+            jsonrpc::decode(&jsonrpc::encode_value(&v)).expect("re-encoded message decodes");
         assert_eq!(again.len(), 1);
         match (&m, &again[0]) {
-            (Incoming::Request { params: serde_json::Value::Null, .. }, _) => {}
-            (Incoming::Notification { params: serde_json::Value::Null, .. }, _) => {}
+            (
+                Incoming::Request {
+                    params: serde_json::Value::Null,
+                    ..
+                },
+                _,
+            ) => {}
+            (
+                Incoming::Notification {
+                    params: serde_json::Value::Null,
+                    ..
+                },
+                _,
+            ) => {}
             (a, b) => assert_eq!(a, b),
         }
     }

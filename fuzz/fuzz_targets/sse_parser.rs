@@ -7,7 +7,12 @@ use skald_mcp::sse::SseParser;
 
 const MAX: usize = 256;
 
-fn run(chunks: &[&[u8]]) -> (Vec<Result<(String, Vec<u8>, Option<String>), ()>>, Option<String>) {
+fn run(
+    chunks: &[&[u8]],
+) -> (
+    Vec<Result<(String, Vec<u8>, Option<String>), ()>>,
+    Option<String>,
+) {
     let mut p = SseParser::new(MAX);
     let mut out = Vec::new();
     for c in chunks {
@@ -34,6 +39,10 @@ fuzz_target!(|data: &[u8]| {
     let split = run(&chunks);
     assert_eq!(whole, split, "events depend on the split (step {step})");
     for e in whole.0.iter().flatten() {
-        assert!(e.1.len() <= MAX, "event of {} bytes passed the limit", e.1.len());
+        assert!(
+            e.1.len() <= MAX,
+            "event of {} bytes passed the limit",
+            e.1.len()
+        );
     }
 });

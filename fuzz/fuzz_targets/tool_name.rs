@@ -12,6 +12,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(!server.is_empty() && !tool.is_empty());
         assert!(skald_mcp::validate_server_name(server).is_ok());
         assert_eq!(mcp_tool_name(server, tool), s);
-        assert_eq!(parse_mcp_tool_name(&mcp_tool_name(server, tool)), Some((server, tool)));
+        assert_eq!(
+            parse_mcp_tool_name(&mcp_tool_name(server, tool)),
+            Some((server, tool))
+        );
     }
 });
