@@ -78,9 +78,19 @@ impl Rng {
     }
 }
 
+/// Threads of this process, not counting the library's process-wide
+/// `skald-mcp-spawner` (started with the first server, by design never
+/// ended; "skald-mcp-spawn" after the kernel's 15-byte cut).
 fn task_count() -> usize {
     std::fs::read_dir("/proc/self/task")
-        .map(|d| d.count())
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("comm"))
+                        .map_or(true, |n| n.trim() != "skald-mcp-spawn")
+                })
+                .count()
+        })
         .unwrap_or(0)
 }
 
@@ -212,30 +222,35 @@ fn caller(
         let Some(s) = world.server(i) else { continue };
         c.calls.fetch_add(1, Ordering::Relaxed);
         let roll = rng.below(1000);
-        if roll < 10 && s.is_connected() {
+        if roll < 10 {
             // Kill: SIGKILL the server; the next call on the slot must find
-            // it disconnected, reconnect, and work.
-            c.kills.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: signalling a child of this process that its McpServer
-            // has not reaped yet (it reaps only on close or drop, and we
-            // hold an Arc to it).
-            unsafe { libc::kill(s.pid() as libc::pid_t, libc::SIGKILL) };
+            // it disconnected, reconnect, and work. Under the slot's lock,
+            // so no other caller can replace (close, reap) it meanwhile and
+            // the pid cannot have been reused.
+            {
+                let g = world.slots[i].server.lock();
+                if !(Arc::ptr_eq(&g, &s) && s.is_connected()) {
+                    continue;
+                }
+                c.kills.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: the server is connected and only replaced (then
+                // reaped) under this lock: its pid is still our child's.
+                unsafe { libc::kill(s.pid() as libc::pid_t, libc::SIGKILL) };
+            }
             let gone = Instant::now() + Duration::from_secs(10);
             while s.is_connected() && Instant::now() < gone {
                 // Nothing signals this thread; the reader thread notices the
                 // EOF within milliseconds.
                 std::thread::sleep(Duration::from_millis(2));
             }
-            match world
-                .server(i)
-                .map(|n| n.call_tool("echo", json!({"text": "after kill"})))
-            {
-                Some(Ok(r)) if r.to_text() == "after kill" => {
+            let Some(n) = world.server(i) else { continue };
+            match n.call_tool("echo", json!({"text": "after kill"})) {
+                Ok(r) if r.to_text() == "after kill" => {
                     c.kills_survived.fetch_add(1, Ordering::Relaxed);
                 }
-                Some(Ok(r)) => world.unexpected(format!("echo after kill gave {r:?}")),
-                Some(Err(e)) => world.unexpected(format!("echo after kill: {e}")),
-                None => {}
+                Ok(r) => world.unexpected(format!("echo after kill gave {r:?}")),
+                // Another caller may have killed the new server already.
+                Err(e) => world.failed(&n, "echo after kill", &e),
             }
         } else if roll < 60 {
             c.slow.fetch_add(1, Ordering::Relaxed);
