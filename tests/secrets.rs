@@ -46,9 +46,15 @@ impl log::Log for Capture {
     fn flush(&self) {}
 }
 
+/// Installs the capturing logger and sets the variables the tests
+/// interpolate. Every test calls it first: the environment is written only
+/// while no test runs past this point (no `setenv` racing a spawn).
 fn captured() -> &'static Capture {
     static C: OnceLock<&'static Capture> = OnceLock::new();
     C.get_or_init(|| {
+        std::env::set_var("SKALD_SECRETS_TEST_VAR", "from-the-host");
+        std::env::set_var("SKALD_SECRETS_TEST_KEY", API_KEY);
+        std::env::set_var("SKALD_SECRETS_TEST_ENV", ENV_SECRET);
         let c: &'static Capture = Box::leak(Box::new(Capture(Mutex::new(Vec::new()))));
         log::set_logger(c).expect("no other logger in this test binary");
         log::set_max_level(log::LevelFilter::Trace);
@@ -176,7 +182,7 @@ fn stdio_env_value_and_elicited_value() {
 fn only_named_variables_are_interpolated() {
     // The child sees exactly the value the config names, and `$NAME` or
     // `$(cmd)` are passed through literally, not expanded.
-    std::env::set_var("SKALD_SECRETS_TEST_VAR", "from-the-host");
+    captured();
     let cfg = McpServerConfig::stdio(
         "interp",
         "sh",
@@ -262,8 +268,6 @@ fn http_bearer_token_even_when_the_server_echoes_it() {
 #[test]
 fn manager_store_files_and_listings() {
     captured();
-    std::env::set_var("SKALD_SECRETS_TEST_KEY", API_KEY);
-    std::env::set_var("SKALD_SECRETS_TEST_ENV", ENV_SECRET);
     let dir = tempdir();
     let http = http_support::Server::hostile(&[]);
     let mut mc = ManagerConfig::in_dir(&dir.0);
