@@ -5,7 +5,7 @@ Dependency-free (http.server). It records every request it receives (verb, path,
 body) and serves them as JSON on `GET /_received`, so tests can assert what the client sent.
 
 Usage:
-  python3 scripts/hostile_http_server.py [--port N] [--get stream|405] [--drop-get-after N]
+  python3 scripts/hostile_http_server.py [--port N] [--get stream|405|400|404] [--drop-get-after N]
                                          [--no-session]
 
   --port N            port on 127.0.0.1 (default 0: a free port is picked)
@@ -13,6 +13,8 @@ Usage:
                       `retry: 100`); messages queued by the `notify_get` tool are sent on it;
                       it ends when its session expires or is deleted
   --get 405           GET /mcp answers 405 Method Not Allowed
+  --get 400, --get 404  GET /mcp answers 400 Bad Request or 404 Not Found, as servers that
+                      only route POST do (instead of the spec's 405)
   --drop-get-after N  drop the listening stream (without ending it) after N message events; the
                       client must reopen it with Last-Event-ID
   --no-session        never assign an Mcp-Session-Id
@@ -203,6 +205,9 @@ class Handler(BaseHTTPRequestHandler):
         self.record(None)
         if ARGS.get == "405":
             self.send_plain(405, b'{"error":"no GET stream here"}', headers={"Allow": "POST, DELETE"})
+            return
+        if ARGS.get in ("400", "404"):
+            self.send_plain(int(ARGS.get), b"Cannot GET /mcp")
             return
         problem = self.session_problem()
         if problem:
@@ -456,7 +461,7 @@ def main():
     global ARGS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--get", choices=["stream", "405"], default="stream")
+    ap.add_argument("--get", choices=["stream", "405", "400", "404"], default="stream")
     ap.add_argument("--drop-get-after", type=int, default=0)
     ap.add_argument("--no-session", action="store_true")
     ARGS = ap.parse_args()

@@ -271,6 +271,8 @@ pub struct ClientOptions {
     /// Told once when the connection ends without the client closing it
     /// (used by the manager to restart a crashed server).
     pub disconnects: Option<crossbeam_channel::Sender<Disconnect>>,
+    /// OAuth for HTTP servers that answer `401`; `None`: only `api_key`.
+    pub oauth: Option<crate::auth::OAuthOptions>,
     /// How `structuredContent` is checked against a tool's `outputSchema`
     /// (known once the tools were listed).
     pub output_schema_validation: OutputSchemaPolicy,
@@ -300,6 +302,7 @@ impl Default for ClientOptions {
             sampling_deadline: limits::SAMPLING_DEADLINE,
             roots: None,
             disconnects: None,
+            oauth: None,
             output_schema_validation: OutputSchemaPolicy::Error,
             client_name: limits::CLIENT_NAME.to_owned(),
             client_version: limits::CLIENT_VERSION.to_owned(),
@@ -327,6 +330,7 @@ impl fmt::Debug for ClientOptions {
             .field("sampling_deadline", &self.sampling_deadline)
             .field("roots", &self.roots.is_some())
             .field("disconnects", &self.disconnects.is_some())
+            .field("oauth", &self.oauth)
             .field("output_schema_validation", &self.output_schema_validation)
             .finish()
     }

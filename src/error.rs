@@ -120,7 +120,7 @@ pub enum McpError {
         server: String,
         /// The task id the server assigned.
         task_id: String,
-        /// The terminal status (`failed`, `cancelled`, `input_required`) or
+        /// The terminal status (`failed`, `cancelled`) or
         /// `deadline` when the poll deadline passed.
         status: String,
         /// The server's `statusMessage`, if any.
@@ -162,6 +162,14 @@ pub enum McpError {
         /// What happened, with a short excerpt of the body.
         message: String,
     },
+    /// OAuth authorization failed (discovery, registration, the user's
+    /// answer, the token endpoint). Never carries a token or secret.
+    Auth {
+        /// The server name.
+        server: String,
+        /// What failed.
+        message: String,
+    },
     /// An I/O error outside a connection (files, store).
     Io {
         /// What was being done, e.g. `writing log file logs/mcp/x.log`.
@@ -196,7 +204,8 @@ impl McpError {
             | McpError::InvalidInput { server, .. }
             | McpError::SchemaMismatch { server, .. }
             | McpError::Backpressure { server, .. }
-            | McpError::Http { server, .. } => Some(server),
+            | McpError::Http { server, .. }
+            | McpError::Auth { server, .. } => Some(server),
             McpError::Io { .. } | McpError::Store { .. } => None,
         }
     }
@@ -329,6 +338,9 @@ impl fmt::Display for McpError {
                     write!(f, " {s}")?;
                 }
                 write!(f, "{}: {message}", req(method))
+            }
+            McpError::Auth { server, message } => {
+                write!(f, "MCP server '{server}': authorization failed: {message}")
             }
             McpError::Io { context, source } => write!(f, "{context}: {source}"),
             McpError::Store { context, message } => write!(f, "store: {context}: {message}"),

@@ -19,8 +19,12 @@
 //!   request. Its notifications go to [`ClientOptions::notifications`]
 //!   (`notifications/message` to [`ClientOptions::logs`]), and server
 //!   requests (`ping`, `elicitation/create`) are answered with a `POST`. A
-//!   `405` means the server offers no such stream; a dropped stream is
-//!   reopened with `Last-Event-ID`.
+//!   `405` (or another client error but `408` and `429`: servers that route
+//!   only `POST` answer `400` or `404`) means the server offers no such
+//!   stream; a dropped stream is reopened with `Last-Event-ID`. The
+//!   handshake waits up to [`HTTP_LISTEN_READY_WAIT`] for the first `GET` to
+//!   be answered, because servers drop what they send on the stream while
+//!   it is not open: the first call must not race it.
 //! * `mcp-<name>-notify`: short-lived, for a `notifications/cancelled` sent
 //!   while a call is abandoned (that must not block the caller).
 //!
@@ -72,9 +76,9 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::limits::{
     HTTP_CLOSE_TIMEOUT, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_LISTEN_IDLE_TIMEOUT,
-    HTTP_MAX_CONCURRENT_POSTS, HTTP_MAX_RETRIES, HTTP_NOTIFY_TIMEOUT, HTTP_RETRY_DEFAULT,
-    HTTP_RETRY_MAX_WAIT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY, SSE_MAX_RECONNECTS, SSE_MAX_RETRY,
-    SSE_MIN_RETRY,
+    HTTP_LISTEN_READY_WAIT, HTTP_MAX_CONCURRENT_POSTS, HTTP_MAX_RETRIES, HTTP_NOTIFY_TIMEOUT,
+    HTTP_RETRY_DEFAULT, HTTP_RETRY_MAX_WAIT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY,
+    SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
 use crate::result::McpCallResult;
@@ -127,6 +131,8 @@ struct Shared {
     agent: Agent,
     /// `Bearer <api_key>`, resolved.
     auth: Option<String>,
+    /// OAuth, when configured: its token replaces `auth`.
+    oauth: Option<Arc<crate::auth::OAuthClient>>,
     peer: OnceLock<Weak<Peer>>,
     session: Mutex<Session>,
     /// Signalled when a new session is established.
@@ -160,6 +166,12 @@ struct Job {
 enum Failure {
     /// `404` on a request that carried a session id.
     SessionExpired(String),
+    /// `401`/`403` with OAuth configured: authorize, then retry.
+    Unauthorized {
+        status: u16,
+        www_authenticate: Option<String>,
+        sent: Option<String>,
+    },
     /// `429` or `503`: may be retried (after `Retry-After`, when given) if
     /// the request is safe to repeat; otherwise the call fails with `error`.
     Busy {
@@ -330,6 +342,14 @@ fn backoff(retry: Option<Duration>, failures: u32) -> Duration {
         .clamp(SSE_MIN_RETRY, SSE_MAX_RETRY)
 }
 
+/// Whether the status answering a GET for the listening stream means "no
+/// stream here, ever" rather than "not now": any client error but 408 and
+/// 429. (405, the spec's answer, and 404 on a session, an expired session,
+/// are handled before this is asked.)
+fn refuses_get_stream(status: u16) -> bool {
+    (400..500).contains(&status) && status != 408 && status != 429
+}
+
 fn is_timeout(e: &ureq::Error) -> bool {
     matches!(e, ureq::Error::Timeout(_))
 }
@@ -361,21 +381,24 @@ fn id_matches(v: &Value, id: i64) -> bool {
 
 impl Shared {
     /// A short excerpt of a body for an error or log line, with the api key
-    /// replaced: some servers and gateways quote the `Authorization` header
-    /// back in their error bodies.
+    /// and the OAuth access token replaced: some servers and gateways quote
+    /// the `Authorization` header back in their error bodies.
     fn quote(&self, bytes: &[u8]) -> String {
-        let key = self
-            .auth
-            .as_deref()
+        let oauth = self.oauth.as_ref().and_then(|o| o.authorization());
+        let secrets: Vec<&str> = [self.auth.as_deref(), oauth.as_deref()]
+            .into_iter()
+            .flatten()
             .map(|a| a.strip_prefix("Bearer ").unwrap_or(a))
-            .filter(|k| !k.is_empty());
-        match key {
-            Some(k) if bytes.windows(k.len()).any(|w| w == k.as_bytes()) => {
-                let text = String::from_utf8_lossy(bytes).replace(k, "<redacted>");
-                text_excerpt(text.as_bytes())
-            }
-            _ => text_excerpt(bytes),
+            .filter(|k| !k.is_empty() && bytes.windows(k.len()).any(|w| w == k.as_bytes()))
+            .collect();
+        if secrets.is_empty() {
+            return text_excerpt(bytes);
         }
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        for k in secrets {
+            text = text.replace(k, "<redacted>");
+        }
+        text_excerpt(text.as_bytes())
     }
 
     /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes them.
@@ -450,7 +473,11 @@ impl Shared {
         s: &Session,
         initialize: bool,
     ) -> RequestBuilder<B> {
-        if let Some(a) = &self.auth {
+        if let Some(o) = &self.oauth {
+            if let Some(a) = o.authorization() {
+                rb = rb.header("Authorization", a);
+            }
+        } else if let Some(a) = &self.auth {
             rb = rb.header("Authorization", a.as_str());
         }
         if !initialize {
@@ -528,10 +555,40 @@ impl Shared {
             })
     }
 
+    /// The `Unauthorized` failure for a `401`/`403` response.
+    fn unauthorized(&self, status: u16, resp: &Response<Body>) -> Failure {
+        Failure::Unauthorized {
+            status,
+            www_authenticate: resp
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            sent: self.oauth.as_ref().and_then(|o| o.current()),
+        }
+    }
+
+    /// Runs the OAuth flow for a challenge; `Ok` means: retry.
+    fn authorize(
+        &self,
+        peer: &Peer,
+        status: u16,
+        www: Option<&str>,
+        sent: Option<&str>,
+    ) -> Result<()> {
+        let Some(o) = &self.oauth else {
+            return Err(self.http_err(None, Some(status), "unauthorized".into()));
+        };
+        peer.lifecycle(format!("HTTP {status}: authorizing with OAuth"));
+        o.handle_challenge(status, www, sent)
+    }
+
     /// Posts one request and reads its answer; on an expired session,
-    /// re-initializes once and posts it again.
+    /// re-initializes once and posts it again; on an authorization
+    /// challenge, authorizes and posts it again (a bounded number of times).
     fn run_request(&self, peer: &Arc<Peer>, job: Job) {
         let mut recovered = false;
+        let mut auth_attempts = 0;
         let deadline = Instant::now() + job.timeout;
         let mut retries = 0u32;
         loop {
@@ -539,6 +596,33 @@ impl Shared {
             let err = match self.post_request(peer, &job, &session) {
                 Ok(()) => return,
                 Err(Failure::Error(e)) => e,
+                Err(Failure::Unauthorized {
+                    status,
+                    www_authenticate,
+                    sent,
+                }) => {
+                    auth_attempts += 1;
+                    if auth_attempts > crate::limits::AUTH_MAX_ATTEMPTS {
+                        McpError::Auth {
+                            server: self.name.clone(),
+                            message: format!(
+                                "still HTTP {status} after {} authorization attempts",
+                                auth_attempts - 1
+                            ),
+                        }
+                    } else {
+                        match self.authorize(
+                            peer,
+                            status,
+                            www_authenticate.as_deref(),
+                            sent.as_deref(),
+                        ) {
+                            Ok(()) if peer.is_pending(job.id) => continue,
+                            Ok(()) => return,
+                            Err(e) => e,
+                        }
+                    }
+                }
                 Err(Failure::Busy { retry_after, error }) => {
                     let wait = retry_after
                         .unwrap_or_else(|| HTTP_RETRY_DEFAULT.saturating_mul(1 << retries.min(16)));
@@ -669,6 +753,9 @@ impl Shared {
                 retry_after: after,
                 error,
             });
+        }
+        if (status == 401 || status == 403) && self.oauth.is_some() {
+            return Err(self.unauthorized(status, &resp));
         }
         if !(200..300).contains(&status) {
             return Err(Failure::Error(self.status_err(method, resp)));
@@ -1025,6 +1112,18 @@ impl Shared {
 
     /// Posts a notification or a reply and expects `202 Accepted`.
     fn post_message(self: &Arc<Self>, msg: &Value, deadline: Instant) -> Result<()> {
+        self.post_message_once(msg, deadline, true)
+    }
+
+    /// One attempt of [`post_message`](Self::post_message); with
+    /// `retry_auth`, an authorization challenge is answered and the message
+    /// posted once more.
+    fn post_message_once(
+        self: &Arc<Self>,
+        msg: &Value,
+        deadline: Instant,
+        retry_auth: bool,
+    ) -> Result<()> {
         let method = msg.get("method").and_then(Value::as_str);
         let session = self.snapshot();
         let timeout = deadline
@@ -1045,9 +1144,28 @@ impl Shared {
             .send(&body[..])
             .map_err(|e| self.transport_err(method, "POST", &e))?;
         let status = resp.status().as_u16();
+        if (status == 401 || status == 403) && self.oauth.is_some() && retry_auth {
+            if let Failure::Unauthorized {
+                status,
+                www_authenticate,
+                sent,
+            } = self.unauthorized(status, &resp)
+            {
+                if let Some(o) = &self.oauth {
+                    o.handle_challenge(status, www_authenticate.as_deref(), sent.as_deref())?;
+                }
+            }
+            return self.post_message_once(msg, deadline, false);
+        }
         if (200..300).contains(&status) {
             if method == Some("notifications/initialized") {
-                self.ensure_listener();
+                // The first request must not race the GET stream: a server
+                // drops what it sends on that stream while it is not open.
+                if let Some(ready) = self.ensure_listener() {
+                    let wait = HTTP_LISTEN_READY_WAIT
+                        .min(deadline.saturating_duration_since(Instant::now()));
+                    let _ = ready.recv_timeout(wait);
+                }
             }
             return Ok(());
         }
@@ -1088,21 +1206,25 @@ impl Shared {
 
     // ---- the GET stream -----------------------------------------------------
 
-    fn ensure_listener(self: &Arc<Self>) {
+    /// Starts the listening thread unless it runs. Returns, when it was
+    /// started, a channel that disconnects once its first GET was answered
+    /// (the stream is open, or the server refused it) or failed.
+    fn ensure_listener(self: &Arc<Self>) -> Option<Receiver<()>> {
         if self.closing() {
-            return;
+            return None;
         }
         let mut l = self.listener.lock();
         if l.running {
-            return;
+            return None;
         }
         let (done_tx, done_rx) = bounded::<()>(0);
+        let (ready_tx, ready_rx) = bounded::<()>(0);
         let shared = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name(format!("mcp-{}-listen", self.name))
             .stack_size(HTTP_THREAD_STACK)
             .spawn(move || {
-                shared.listen();
+                shared.listen(ready_tx);
                 shared.listening.store(false, Ordering::Release);
                 shared.listener.lock().running = false;
                 drop(done_tx);
@@ -1112,9 +1234,11 @@ impl Shared {
                 l.running = true;
                 l.handle = Some(h);
                 l.done = Some(done_rx);
+                Some(ready_rx)
             }
             Err(e) => {
-                ::log::warn!(target: "mcp_client", "[{}] cannot start the GET listener: {e}", self.name)
+                ::log::warn!(target: "mcp_client", "[{}] cannot start the GET listener: {e}", self.name);
+                None
             }
         }
     }
@@ -1136,7 +1260,9 @@ impl Shared {
     }
 
     /// The listening thread: holds the GET stream open and reopens it.
-    fn listen(&self) {
+    /// `ready` is dropped once the first GET was answered or failed.
+    fn listen(&self, ready: Sender<()>) {
+        let mut ready = Some(ready);
         let mut cursor = ListenCursor::default();
         let mut failures = 0u32;
         let mut announced = false;
@@ -1150,7 +1276,9 @@ impl Shared {
                 cursor.last_id = None;
                 cursor.generation = Some(session.generation);
             }
-            let reason = match self.listen_once(&session, &mut cursor, &mut announced) {
+            let outcome = self.listen_once(&session, &mut cursor, &mut announced, &mut ready);
+            drop(ready.take());
+            let reason = match outcome {
                 Listened::Stop => return,
                 Listened::NewSession => continue,
                 Listened::Failed(reason) => {
@@ -1196,6 +1324,7 @@ impl Shared {
         session: &Session,
         cursor: &mut ListenCursor,
         announced: &mut bool,
+        ready: &mut Option<Sender<()>>,
     ) -> Listened {
         let resp = match self.open_get(session, cursor.last_id.as_deref(), HTTP_LISTEN_IDLE_TIMEOUT)
         {
@@ -1215,11 +1344,23 @@ impl Shared {
             self.lifecycle(
                 "the GET stream found the session expired (HTTP 404); waiting for a new session",
             );
+            drop(ready.take());
             return if self.wait_new_session(session.generation) {
                 Listened::NewSession
             } else {
                 Listened::Stop
             };
+        }
+        if refuses_get_stream(status) {
+            // The spec says 405, but servers answer 400 (a handler that only
+            // parses POST bodies) or 404 (a stateless server that routes only
+            // POST): asking again gets the same answer.
+            self.lifecycle(format!(
+                "the server offers no GET stream ({}: {}); server messages arrive only with responses",
+                status_text(status),
+                self.quote_body(resp.into_body())
+            ));
+            return Listened::Stop;
         }
         let ctype = media_type(&resp);
         if !(200..300).contains(&status) || ctype != "text/event-stream" {
@@ -1231,6 +1372,7 @@ impl Shared {
             return Listened::Failed(format!("{what}: {}", self.quote_body(resp.into_body())));
         }
         self.listening.store(true, Ordering::Release);
+        drop(ready.take());
         if !*announced || cursor.last_id.is_some() {
             self.lifecycle(match &cursor.last_id {
                 Some(id) => format!("GET stream reopened (Last-Event-ID {id:?})"),
@@ -1415,6 +1557,10 @@ impl McpHttpServer {
             }
             None => None,
         };
+        let oauth = options
+            .oauth
+            .clone()
+            .map(|o| Arc::new(crate::auth::OAuthClient::new(&name, &url, o)));
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
             .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
@@ -1442,6 +1588,7 @@ impl McpHttpServer {
             shown_url: shown_url(&url),
             url,
             agent,
+            oauth,
             auth,
             peer: OnceLock::new(),
             session: Mutex::new(Session::default()),

@@ -3,10 +3,11 @@
 //! A synchronous Model Context Protocol client: dedicated OS threads, blocking
 //! calls, crossbeam channels. No async runtime.
 //!
-//! ```no_run
+//! ```
 //! use serde_json::json;
 //! use skald_mcp::{ClientOptions, McpServer, McpServerClient, McpServerConfig};
 //!
+//! // The bundled demo server (doctests run from the crate root).
 //! let cfg = McpServerConfig::stdio("demo", "python3", ["scripts/demo_mcp_server.py"]);
 //! let server = McpServer::connect(&cfg, ClientOptions::default())?;
 //! let tools = server.list_tools()?;
@@ -33,6 +34,7 @@
 //! * [`error`] — [`McpError`].
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod cancel;
 pub mod client;
 pub mod config;

@@ -116,6 +116,13 @@ pub const HTTP_MAX_CONCURRENT_POSTS: usize = 64;
 /// even a keep-alive comment) before it is reopened.
 pub const HTTP_LISTEN_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the `initialize` handshake waits, once the session exists, for
+/// the server to answer the GET that opens the listening stream: servers
+/// drop messages for that stream (an elicitation a tool sends) while it is
+/// not open, so calls should not start before it is. Past this the
+/// handshake completes and the stream keeps being opened in the background.
+pub const HTTP_LISTEN_READY_WAIT: Duration = Duration::from_secs(2);
+
 /// How long a fire-and-forget POST (a `notifications/cancelled` sent while a
 /// call is abandoned) may take.
 pub const HTTP_NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -230,3 +237,26 @@ pub const RESTART_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Restart attempts before the manager gives up on a crashed server.
 pub const RESTART_MAX_ATTEMPTS: u32 = 10;
+
+// ---- OAuth -------------------------------------------------------------------
+
+/// The overall timeout of one OAuth HTTP request (discovery, registration,
+/// token endpoint).
+pub const AUTH_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest OAuth metadata or token response accepted, in bytes.
+pub const AUTH_MAX_BODY: usize = 1024 * 1024;
+
+/// How many `403 insufficient_scope` step-ups one connection attempts
+/// before the request fails.
+pub const AUTH_MAX_STEP_UPS: u32 = 2;
+
+/// An access token this close to expiry is refreshed before use.
+pub const AUTH_TOKEN_EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+
+/// How many times one request is retried after an authorization
+/// challenge (a `401` that keeps coming back stops here).
+pub const AUTH_MAX_ATTEMPTS: u32 = 3;
+
+/// How long the loopback authorizer waits for the browser's redirect.
+pub const AUTH_LOOPBACK_TIMEOUT: Duration = Duration::from_secs(5 * 60);

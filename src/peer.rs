@@ -769,7 +769,9 @@ impl Peer {
         let result = match extract_call_result(&self.name, name, &result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
-                drive_task(&req, &self.name, name, task, opts)?
+                let can_provide_input =
+                    self.opts.elicitation.is_some() || self.opts.sampling.is_some();
+                drive_task(&req, &self.name, name, task, opts, can_provide_input)?
             }
             other => other,
         };
@@ -793,7 +795,9 @@ impl Peer {
 
     fn malformed(&self, bytes: &[u8], e: FrameError) {
         if let Some(RequestId::Number(id)) = &e.id {
-            if let Some(p) = self.pending.lock().remove(id) {
+            // Bound first, so the pending lock is not held across the send.
+            let entry = self.pending.lock().remove(id);
+            if let Some(p) = entry {
                 let _ = p.tx.send(CallEvent::Failed(McpError::Protocol {
                     server: self.name.clone(),
                     method: Some(p.method),

@@ -85,7 +85,7 @@ impl Outbound for StdioOutbound {
 
 /// A connection to an MCP server running as a child process.
 ///
-/// ```no_run
+/// ```
 /// use skald_mcp::{ClientOptions, McpServer, McpServerClient, McpServerConfig};
 /// let cfg = McpServerConfig::stdio("demo", "python3", ["scripts/demo_mcp_server.py"]);
 /// let server = McpServer::connect(&cfg, ClientOptions::default())?;

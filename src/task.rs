@@ -1,7 +1,10 @@
 //! Tasks (MCP 2025-11-25): a server may defer an expensive `tools/call` and
 //! answer with a task handle instead of the result. The client then polls
 //! `tasks/get` until the task ends and fetches the result with
-//! `tasks/result` — block-and-poll, on the caller's thread.
+//! `tasks/result` — block-and-poll, on the caller's thread. A task that
+//! reports `input_required` is waited on through `tasks/result` at once: the
+//! server sends the requests it waits on (elicitation, sampling) while that
+//! request is open, and the connection's handlers answer them.
 
 use std::time::{Duration, Instant};
 
@@ -167,12 +170,18 @@ fn wait_or_cancel(d: Duration, cancel: Option<&CancelToken>) -> bool {
 }
 
 /// Polls `task` to its end and returns the real result.
+///
+/// `can_provide_input`: whether the connection has a handler (elicitation or
+/// sampling) that could answer what an `input_required` task asks for; if
+/// not, such a task is cancelled at once with a typed error instead of
+/// waiting for input that cannot come.
 pub(crate) fn drive_task(
     request: &RequestFn<'_>,
     server: &str,
     tool: &str,
     task: CreateTaskResult,
     opts: &CallOptions,
+    can_provide_input: bool,
 ) -> Result<McpCallResult> {
     let started = Instant::now();
     let deadline = started + poll_deadline(task.ttl);
@@ -200,9 +209,31 @@ pub(crate) fn drive_task(
     let mut polls: u64 = 0;
     loop {
         match &current.status {
-            TaskStatus::Completed => {
-                guard.armed = false;
+            TaskStatus::InputRequired if !can_provide_input => {
+                drop(guard); // cancels the task
+                return Err(task_err(
+                    "input_required",
+                    Some(
+                        current
+                            .status_message
+                            .clone()
+                            .unwrap_or_else(|| "the task needs input, and no elicitation or sampling handler is installed".into()),
+                    ),
+                ));
+            }
+            TaskStatus::Completed | TaskStatus::InputRequired => {
+                // On `input_required` the server delivers the requests it
+                // waits on (elicitation, sampling) while it answers
+                // `tasks/result`, which blocks until the task is terminal —
+                // the spec's advice, and what the official SDKs do. The
+                // connection's handlers answer those requests meanwhile.
+                // Should that wait fail (timeout, cancellation), the
+                // unfinished task is cancelled.
+                if current.status == TaskStatus::Completed {
+                    guard.armed = false;
+                }
                 let result = request("tasks/result", json!({"taskId": task.task_id}), opts)?;
+                guard.armed = false;
                 return match extract_call_result(server, tool, &result)? {
                     McpCallResult::Task(_) => Err(McpError::Protocol {
                         server: server.to_owned(),
@@ -218,12 +249,6 @@ pub(crate) fn drive_task(
                     current.status.as_str(),
                     current.status_message.clone(),
                 ));
-            }
-            TaskStatus::InputRequired => {
-                // Mid-task input is not supported yet; cancel the task so the
-                // server does not wait for input that will never come.
-                drop(guard);
-                return Err(task_err("input_required", current.status_message.clone()));
             }
             TaskStatus::Working | TaskStatus::Other(_) => {}
         }
@@ -321,8 +346,15 @@ mod tests {
             calls.borrow_mut().push(m.to_owned());
             Ok(json!({"taskId":"t","status":"failed","statusMessage":"disk on fire"}))
         };
-        let e =
-            drive_task(&req, "s", "tool", task("working"), &CallOptions::default()).unwrap_err();
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("working"),
+            &CallOptions::default(),
+            true,
+        )
+        .unwrap_err();
         assert!(
             matches!(&e, McpError::Task { status, message: Some(m), .. } if status == "failed" && m == "disk on fire"),
             "{e}"
@@ -340,8 +372,81 @@ mod tests {
         let token = CancelToken::new();
         token.cancel();
         let opts = CallOptions::default().cancel_token(token);
-        let e = drive_task(&req, "s", "tool", task("working"), &opts).unwrap_err();
+        let e = drive_task(&req, "s", "tool", task("working"), &opts, true).unwrap_err();
         assert!(matches!(e, McpError::Cancelled { .. }));
+        assert_eq!(*calls.borrow(), ["tasks/cancel"]);
+    }
+
+    #[test]
+    fn input_required_waits_on_tasks_result() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            match m {
+                "tasks/get" => Ok(json!({"taskId":"t","status":"input_required"})),
+                _ => Ok(json!({"content":[{"type":"text","text":"clarified"}]})),
+            }
+        };
+        let r = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("working"),
+            &CallOptions::default(),
+            true,
+        )
+        .unwrap();
+        assert_eq!(r, McpCallResult::Text("clarified".into()));
+        assert_eq!(*calls.borrow(), ["tasks/get", "tasks/result"]);
+    }
+
+    #[test]
+    fn input_required_wait_that_fails_cancels_the_task() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            match m {
+                "tasks/result" => Err(McpError::CallTimeout {
+                    server: "s".into(),
+                    method: "tasks/result".into(),
+                    timeout: Duration::from_secs(1),
+                }),
+                _ => Ok(json!({})),
+            }
+        };
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("input_required"),
+            &CallOptions::default(),
+            true,
+        )
+        .unwrap_err();
+        assert!(matches!(e, McpError::CallTimeout { .. }), "{e}");
+        assert_eq!(*calls.borrow(), ["tasks/result", "tasks/cancel"]);
+    }
+
+    #[test]
+    fn input_required_without_a_handler_is_cancelled_at_once() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            Ok(json!({}))
+        };
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("input_required"),
+            &CallOptions::default(),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, McpError::Task { status, .. } if status == "input_required"),
+            "{e}"
+        );
         assert_eq!(*calls.borrow(), ["tasks/cancel"]);
     }
 
@@ -357,6 +462,7 @@ mod tests {
             "tool",
             task("completed"),
             &CallOptions::default(),
+            true,
         )
         .unwrap();
         assert_eq!(r, McpCallResult::Text("job done".into()));

@@ -175,7 +175,7 @@ fn a_task_completes_through_get_and_result() {
 }
 
 #[test]
-fn failed_and_input_required_tasks_are_typed_errors() {
+fn failed_tasks_are_typed_errors_and_input_required_waits_on_tasks_result() {
     let s = tasks();
     match s.call_tool("failing_job", json!({})) {
         Err(McpError::Task {
@@ -186,11 +186,16 @@ fn failed_and_input_required_tasks_are_typed_errors() {
         }
         other => panic!("expected a failed task, got {other:?}"),
     }
+    // Without a handler that could supply the input, input_required is a
+    // typed error at once and the task is cancelled.
+    let t = std::time::Instant::now();
     match s.call_tool("input_job", json!({})) {
         Err(McpError::Task { status, .. }) => assert_eq!(status, "input_required"),
         other => panic!("expected input_required, got {other:?}"),
     }
+    assert!(t.elapsed() < Duration::from_secs(10));
     let msgs = received(&s);
+    assert!(!msgs.iter().any(|m| m["method"] == "tasks/result"));
     // The failed task is not cancelled; the abandoned input_required one is.
     assert_eq!(
         msgs.iter()
@@ -242,5 +247,30 @@ fn a_task_tool_called_before_listing_runs_without_a_task() {
     assert_eq!(
         text(s.call_tool("long_job", json!({})).unwrap()),
         "ran without task"
+    );
+}
+
+#[test]
+fn with_a_handler_input_required_waits_on_tasks_result() {
+    // With an elicitation handler the client waits on tasks/result, where
+    // the server would send its requests; this server never asks, so the
+    // wait times out and the task is cancelled.
+    let opts = test_options().elicitation_handler(|_: &skald_mcp::ElicitationRequest| {
+        skald_mcp::ElicitationResponse::Cancel
+    });
+    let s = McpServer::connect(&script_config("tasks", "task_demo_mcp.py", &[]), opts).unwrap();
+    s.list_tools().unwrap();
+    let call = CallOptions::new().timeout(Duration::from_millis(500));
+    match s.call_tool_with("input_job", json!({}), &call) {
+        Err(McpError::CallTimeout { method, .. }) => assert_eq!(method, "tasks/result"),
+        other => panic!("expected a tasks/result timeout, got {other:?}"),
+    }
+    let msgs = received(&s);
+    assert!(msgs.iter().any(|m| m["method"] == "tasks/result"));
+    assert_eq!(
+        msgs.iter()
+            .filter(|m| m["method"] == "tasks/cancel")
+            .count(),
+        1
     );
 }

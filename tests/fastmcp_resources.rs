@@ -144,3 +144,30 @@ fn sampling_and_roots_through_the_sdk() {
         .call_tool("list_client_roots", serde_json::json!({}))
         .is_err());
 }
+
+#[test]
+fn list_changed_from_the_sdk_refreshes_the_cache() {
+    if !python_sdk_available() {
+        return;
+    }
+    let s = server();
+    let before = s.list_tools().unwrap().len();
+    assert_eq!(
+        text(
+            s.call_tool("add_dynamic_tool", serde_json::json!({}))
+                .unwrap()
+        ),
+        "added"
+    );
+    assert!(
+        eventually(std::time::Duration::from_secs(10), || s
+            .cached_tools()
+            .is_some_and(|t| t.iter().any(|t| t.name == "dynamic"))),
+        "the refresh did not pick up the SDK's new tool"
+    );
+    assert_eq!(s.cached_tools().unwrap().len(), before + 1);
+    assert_eq!(
+        text(s.call_tool("dynamic", serde_json::json!({})).unwrap()),
+        "dynamic"
+    );
+}

@@ -481,6 +481,62 @@ fn get_405_means_no_listener() {
     assert_eq!(gets, 1, "a 405 is not retried");
 }
 
+/// `connect` returns with the GET stream open: servers drop what they send
+/// on that stream while it is not (the conformance suite's elicitation
+/// scenario sends its `elicitation/create` there), so the first call must not
+/// race it. Without a stream, `connect` does not wait.
+#[test]
+fn connect_returns_once_the_get_stream_is_open() {
+    for n in 0..5 {
+        let server = Server::hostile(&[]);
+        let c = connect(&server, &format!("h-ready-{n}"), ClientOptions::default());
+        assert!(
+            c.is_listening(),
+            "connect returned before the GET stream was open"
+        );
+        c.close().unwrap();
+    }
+    let server = Server::hostile(&["--get", "405"]);
+    let started = Instant::now();
+    let c = connect(&server, "h-ready-405", ClientOptions::default());
+    assert!(started.elapsed() < skald_mcp::HTTP_LISTEN_READY_WAIT);
+    assert!(!c.is_listening());
+    c.close().unwrap();
+}
+
+/// Servers that route only POST answer the GET with 400 or 404 (no session)
+/// instead of 405, as two of the conformance suite's test servers do; that
+/// is not retried either.
+#[test]
+fn get_400_or_404_without_a_session_means_no_listener() {
+    for (status, args) in [
+        ("400", &["--get", "400"][..]),
+        ("404", &["--get", "404", "--no-session"][..]),
+    ] {
+        let server = Server::hostile(args);
+        let (opts, _notes, logs) = wired_options();
+        let c = connect(&server, &format!("h-get-{status}"), opts);
+        wait_log(
+            &logs,
+            &format!("the server offers no GET stream (HTTP {status}"),
+        );
+        assert!(!c.is_listening());
+        assert_eq!(
+            text(c.call_tool("echo", json!({"text": "posts only"})).unwrap()),
+            "posts only"
+        );
+        // A retry would come after SSE_DEFAULT_RETRY (1 s).
+        std::thread::sleep(Duration::from_millis(1500));
+        c.close().unwrap();
+        let gets = server
+            .received()
+            .into_iter()
+            .filter(|r| r["verb"] == "GET")
+            .count();
+        assert_eq!(gets, 1, "a {status} is not retried");
+    }
+}
+
 #[test]
 fn dropped_get_stream_is_reopened_with_last_event_id() {
     let server = Server::hostile(&["--drop-get-after", "1"]);

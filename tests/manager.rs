@@ -507,3 +507,31 @@ fn without_restart_a_crash_stays_visible() {
         Err(McpError::Disconnected { .. })
     ));
 }
+
+#[test]
+fn tools_for_follows_a_list_change_without_a_restart() {
+    let dir = tempdir();
+    let m = McpManager::open(config(&dir)).unwrap();
+    m.register(demo_cfg("demo")).unwrap();
+    let grants: Grants = ["demo".to_string()].into_iter().collect();
+    let n = m.tools_for(&grants).len();
+    m.call("mcp__demo__register_tool", json!({"name": "late_tool"}))
+        .unwrap();
+    let has = || {
+        m.tools_for(&grants)
+            .iter()
+            .any(|d| d["function"]["name"] == "mcp__demo__late_tool")
+    };
+    assert!(
+        eventually(Duration::from_secs(10), has),
+        "tools_for did not follow list_changed"
+    );
+    assert_eq!(m.tools_for(&grants).len(), n + 1);
+    assert_eq!(
+        text(
+            m.call("mcp__demo__late_tool", json!({"text": "new"}))
+                .unwrap()
+        ),
+        "new"
+    );
+}

@@ -199,14 +199,16 @@ struct Inner {
 
 /// Manages every MCP server of an application.
 ///
-/// ```no_run
+/// ```
 /// use skald_mcp::manager::{ManagerConfig, McpManager};
 /// use skald_mcp::McpServerConfig;
-/// let mgr = McpManager::open(ManagerConfig::in_dir("data"))?;
+/// let dir = std::env::temp_dir().join(format!("skald-doc-{}", std::process::id()));
+/// let mgr = McpManager::open(ManagerConfig::in_dir(&dir))?;
 /// mgr.register(McpServerConfig::stdio("demo", "python3", ["scripts/demo_mcp_server.py"]))?;
 /// let r = mgr.call("mcp__demo__echo", serde_json::json!({"text": "hi"}))?;
-/// println!("{}", r.to_wire());
+/// assert_eq!(r.to_wire(), "hi");
 /// mgr.close()?;
+/// # std::fs::remove_dir_all(&dir).ok();
 /// # Ok::<(), skald_mcp::McpError>(())
 /// ```
 pub struct McpManager {

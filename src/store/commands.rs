@@ -60,6 +60,23 @@ pub(crate) enum Command {
         limit: usize,
         reply: Reply<Vec<StoredEvent>>,
     },
+    OAuthLoad {
+        server: String,
+        reply: Reply<Option<crate::auth::StoredAuth>>,
+    },
+    OAuthSave {
+        server: String,
+        auth: Box<crate::auth::StoredAuth>,
+        reply: Reply<()>,
+    },
+    OAuthClear {
+        server: String,
+        reply: Reply<bool>,
+    },
+    RecentEvents {
+        limit: usize,
+        reply: Reply<Vec<StoredEvent>>,
+    },
     GetEvent {
         id: EventId,
         reply: Reply<Option<StoredEvent>>,

@@ -108,21 +108,37 @@ fn decode_event(raw: RawEvent) -> Result<StoredEvent> {
     })
 }
 
-/// The oldest `limit` pending events, by id.
-pub(crate) fn pending_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
-    let ctx = "reading pending events";
+/// Runs an event query whose only parameter is a row limit.
+fn query_events(
+    conn: &Connection,
+    ctx: &'static str,
+    sql: &str,
+    limit: usize,
+) -> Result<Vec<StoredEvent>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut st = conn
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM mcp_events WHERE status = 'pending' ORDER BY id LIMIT ?1"
-        ))
-        .map_err(sql_err(ctx))?;
+    let mut st = conn.prepare_cached(sql).map_err(sql_err(ctx))?;
     let raws = st
         .query_map([limit], event_from_row)
         .map_err(sql_err(ctx))?
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(sql_err(ctx))?;
     raws.into_iter().map(decode_event).collect()
+}
+
+/// The oldest `limit` pending events, by id.
+pub(crate) fn pending_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM mcp_events WHERE status = 'pending' ORDER BY id LIMIT ?1"
+    );
+    query_events(conn, "reading pending events", &sql, limit)
+}
+
+/// The newest `limit` events of any status, oldest first.
+pub(crate) fn recent_events(conn: &Connection, limit: usize) -> Result<Vec<StoredEvent>> {
+    let sql = format!(
+        "SELECT * FROM (SELECT {EVENT_COLUMNS} FROM mcp_events ORDER BY id DESC LIMIT ?1) ORDER BY id"
+    );
+    query_events(conn, "reading recent events", &sql, limit)
 }
 
 /// One event by id, whatever its status.
@@ -403,4 +419,94 @@ pub(crate) fn clear_grants(
 ) -> rusqlite::Result<usize> {
     let sql = format!("DELETE FROM {} WHERE {} = ?1", scope.table(), scope.key());
     conn.prepare_cached(&sql)?.execute([owner])
+}
+
+/// The stored OAuth state of `server`.
+pub(crate) fn oauth_load(
+    conn: &Connection,
+    server: &str,
+) -> Result<Option<crate::auth::StoredAuth>> {
+    use crate::auth::{ClientRegistration, OAuthTokens, StoredAuth, TokenEndpointAuth};
+    let ctx = "reading OAuth tokens";
+    let row = conn
+        .prepare_cached(
+            "SELECT access_token, refresh_token, expires_at, scope, client_id, client_secret, auth_method
+             FROM mcp_oauth WHERE server = ?1",
+        )
+        .map_err(sql_err(ctx))?
+        .query_row([server], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<String>>(6)?,
+            ))
+        })
+        .optional()
+        .map_err(sql_err(ctx))?;
+    Ok(row.map(
+        |(access_token, refresh_token, expires_at, scope, client_id, client_secret, method)| {
+            StoredAuth {
+                tokens: OAuthTokens {
+                    access_token,
+                    refresh_token,
+                    expires_at: expires_at
+                        .as_deref()
+                        .and_then(crate::store::timestamp::parse_utc),
+                    scope,
+                },
+                client: client_id.map(|client_id| ClientRegistration {
+                    client_id,
+                    client_secret,
+                    auth_method: method
+                        .as_deref()
+                        .and_then(TokenEndpointAuth::parse)
+                        .unwrap_or(TokenEndpointAuth::None),
+                }),
+            }
+        },
+    ))
+}
+
+/// Replaces the stored OAuth state of `server`.
+pub(crate) fn oauth_save(
+    conn: &Connection,
+    server: &str,
+    auth: &crate::auth::StoredAuth,
+    now: SystemTime,
+) -> rusqlite::Result<()> {
+    let c = auth.client.as_ref();
+    conn.prepare_cached(
+        "INSERT INTO mcp_oauth (server, access_token, refresh_token, expires_at, scope, client_id,
+                                client_secret, auth_method, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT (server) DO UPDATE SET access_token = excluded.access_token,
+             refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
+             scope = excluded.scope, client_id = excluded.client_id,
+             client_secret = excluded.client_secret, auth_method = excluded.auth_method,
+             updated_at = excluded.updated_at",
+    )?
+    .execute(params![
+        server,
+        auth.tokens.access_token,
+        auth.tokens.refresh_token,
+        auth.tokens.expires_at.map(format_utc_millis),
+        auth.tokens.scope,
+        c.map(|c| c.client_id.as_str()),
+        c.and_then(|c| c.client_secret.as_deref()),
+        c.map(|c| c.auth_method.as_str()),
+        format_utc_millis(now),
+    ])?;
+    Ok(())
+}
+
+/// Forgets the OAuth state of `server`; true if there was some.
+pub(crate) fn oauth_clear(conn: &Connection, server: &str) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached("DELETE FROM mcp_oauth WHERE server = ?1")?
+        .execute([server])?
+        > 0)
 }

@@ -31,6 +31,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0002_mcp_grants",
         sql: include_str!("../../migrations/0002_mcp_grants.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_mcp_oauth",
+        sql: include_str!("../../migrations/0003_mcp_oauth.sql"),
+    },
 ];
 
 /// The schema version this build creates and understands.

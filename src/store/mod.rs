@@ -337,6 +337,43 @@ impl StoreHandle {
         })
     }
 
+    /// The stored OAuth state of `server`.
+    pub fn oauth_load(&self, server: &str) -> Result<Option<crate::auth::StoredAuth>> {
+        let server = server.to_owned();
+        self.call("reading OAuth tokens", |reply| Command::OAuthLoad {
+            server,
+            reply,
+        })
+    }
+
+    /// Replaces the stored OAuth state of `server` (committed when this returns).
+    pub fn oauth_save(&self, server: &str, auth: &crate::auth::StoredAuth) -> Result<()> {
+        let server = server.to_owned();
+        let auth = Box::new(auth.clone());
+        self.call("saving OAuth tokens", |reply| Command::OAuthSave {
+            server,
+            auth,
+            reply,
+        })
+    }
+
+    /// Forgets the OAuth state of `server`; true if there was some.
+    pub fn oauth_clear(&self, server: &str) -> Result<bool> {
+        let server = server.to_owned();
+        self.call("clearing OAuth tokens", |reply| Command::OAuthClear {
+            server,
+            reply,
+        })
+    }
+
+    /// The newest `limit` events of any status, oldest first.
+    pub fn recent_events(&self, limit: usize) -> Result<Vec<StoredEvent>> {
+        self.call("reading recent events", |reply| Command::RecentEvents {
+            limit,
+            reply,
+        })
+    }
+
     /// One event by id, whatever its status.
     pub fn get_event(&self, id: EventId) -> Result<Option<StoredEvent>> {
         self.call("reading an event", |reply| Command::GetEvent { id, reply })
@@ -628,6 +665,30 @@ impl Drop for Store {
     fn drop(&mut self) {
         if let Err(e) = self.handle.shutdown() {
             ::log::error!("store: {e}");
+        }
+    }
+}
+
+/// OAuth tokens persisted in the store's database (table `mcp_oauth`), so
+/// an authorization survives restarts. Failures are logged (without the
+/// tokens) and behave as "nothing stored".
+impl crate::auth::TokenStore for StoreHandle {
+    fn load(&self, server: &str) -> Option<crate::auth::StoredAuth> {
+        self.oauth_load(server)
+            .map_err(|e| ::log::warn!(target: "mcp_client", "[{server}] loading OAuth tokens failed: {e}"))
+            .ok()
+            .flatten()
+    }
+
+    fn save(&self, server: &str, auth: &crate::auth::StoredAuth) {
+        if let Err(e) = self.oauth_save(server, auth) {
+            ::log::warn!(target: "mcp_client", "[{server}] saving OAuth tokens failed: {e}");
+        }
+    }
+
+    fn clear(&self, server: &str) {
+        if let Err(e) = self.oauth_clear(server) {
+            ::log::warn!(target: "mcp_client", "[{server}] clearing OAuth tokens failed: {e}");
         }
     }
 }

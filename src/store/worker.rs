@@ -397,6 +397,29 @@ impl Worker {
             Command::PendingEvents { limit, reply } => {
                 let _ = reply.send(db::pending_events(&self.conn, limit));
             }
+            Command::OAuthLoad { server, reply } => {
+                let _ = reply.send(db::oauth_load(&self.conn, &server));
+            }
+            Command::OAuthSave {
+                server,
+                auth,
+                reply,
+            } => {
+                let ctx = "saving OAuth tokens";
+                let now = std::time::SystemTime::now();
+                let r = self.write(ctx, |c| {
+                    db::oauth_save(c, &server, &auth, now).map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            Command::OAuthClear { server, reply } => {
+                let ctx = "clearing OAuth tokens";
+                let r = self.write(ctx, |c| db::oauth_clear(c, &server).map_err(sql_err(ctx)));
+                let _ = reply.send(r);
+            }
+            Command::RecentEvents { limit, reply } => {
+                let _ = reply.send(db::recent_events(&self.conn, limit));
+            }
             Command::GetEvent { id, reply } => {
                 let _ = reply.send(db::get_event(&self.conn, id));
             }

@@ -11,6 +11,8 @@ Prompts:    review(code, style="terse") -> one user message "Review (<style>): <
 Tools:      ask_llm(question) -> sampling/createMessage with the question as one user message
             (maxTokens 50, systemPrompt "be brief"); returns "<model>: <answer text>"
             list_client_roots() -> roots/list; returns the URIs joined with ","
+            add_dynamic_tool() -> registers tool `dynamic` (returns "dynamic") and sends
+            notifications/tools/list_changed; returns "added"
 Completion: prompt `review`, argument `style`: the values of
             ["terse", "verbose", "friendly"] that start with the typed prefix;
             template greeting://{name}, variable `name`: ["ada", "alan"] filtered likewise.
@@ -71,6 +73,17 @@ async def ask_llm(question: str, ctx: Context) -> str:
 async def list_client_roots(ctx: Context) -> str:
     r = await ctx.session.list_roots()
     return ",".join(str(root.uri) for root in r.roots)
+
+
+def dynamic() -> str:
+    return "dynamic"
+
+
+@mcp.tool(structured_output=False)
+async def add_dynamic_tool(ctx: Context) -> str:
+    mcp.add_tool(dynamic, name="dynamic", structured_output=False)
+    await ctx.session.send_tool_list_changed()
+    return "added"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Dependency-free MCP server protected by OAuth 2.1, with its own
+authorization server, for the client's authorization tests.
+
+Usage: python3 scripts/oauth_mcp_server.py [--port N] [--mode MODE]
+
+Prints "READY <port>" on stdout once listening on 127.0.0.1.
+
+Endpoints (one process plays both roles):
+  POST /mcp                                   MCP (JSON responses); needs a valid Bearer token,
+                                              else 401 with WWW-Authenticate (resource_metadata,
+                                              scope="mcp:read")
+  GET  /.well-known/oauth-protected-resource/mcp   PRM (or elsewhere, see modes)
+  GET  /.well-known/oauth-authorization-server     AS metadata (S256, DCR, basic/post/none)
+  POST /register                              RFC 7591: returns a client_id (+ secret unless the
+                                              requested method is "none")
+  GET  /authorize                             checks the PKCE params and redirects (302) to the
+                                              redirect_uri with code and state
+  POST /token                                 authorization_code (checks the verifier against the
+                                              challenge, the resource and the client), refresh_token,
+                                              client_credentials
+  GET  /_received                             JSON list of every request seen (method, path,
+                                              headers, query, form) for the tests
+
+Tools: whoami -> text "<client_id> <scope>"; admin -> needs scope "mcp:admin", else 403 with
+WWW-Authenticate error="insufficient_scope", scope="mcp:read mcp:admin".
+
+Modes:
+  default       as above
+  short_tokens  access tokens expire after 1 s (expires_in: 1) and a refresh token is issued
+  bad_state     /authorize returns a wrong state
+  always_401    /mcp answers 401 even with a valid token
+  never_admin   tokens never get mcp:admin, so step-up never succeeds
+  no_pkce       AS metadata omits code_challenge_methods_supported
+"""
+
+import argparse
+import base64
+import hashlib
+import json
+import secrets
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+STATE = {"mode": "default", "received": [], "clients": {}, "codes": {}, "tokens": {}, "refresh": {}}
+LOCK = threading.Lock()
+
+
+def b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def base(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def send_json(self, status, obj, headers=None):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def record(self, form=None, body=None):
+        u = urllib.parse.urlsplit(self.path)
+        with LOCK:
+            STATE["received"].append({
+                "method": self.command, "path": u.path,
+                "query": dict(urllib.parse.parse_qsl(u.query)),
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "form": form, "body": body,
+            })
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    # ---- GET -------------------------------------------------------------
+    def do_GET(self):
+        u = urllib.parse.urlsplit(self.path)
+        self.record()
+        if u.path == "/_received":
+            with LOCK:
+                return self.send_json(200, STATE["received"])
+        if u.path == "/.well-known/oauth-protected-resource/mcp":
+            return self.send_json(200, {
+                "resource": self.base() + "/mcp",
+                "authorization_servers": [self.base()],
+                "scopes_supported": ["mcp:read", "mcp:admin"],
+            })
+        if u.path == "/.well-known/oauth-authorization-server":
+            meta = {
+                "issuer": self.base(),
+                "authorization_endpoint": self.base() + "/authorize",
+                "token_endpoint": self.base() + "/token",
+                "registration_endpoint": self.base() + "/register",
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+                "code_challenge_methods_supported": ["S256"],
+            }
+            if STATE["mode"] == "no_pkce":
+                del meta["code_challenge_methods_supported"]
+            return self.send_json(200, meta)
+        if u.path == "/authorize":
+            q = dict(urllib.parse.parse_qsl(u.query))
+            if q.get("code_challenge_method") != "S256" or not q.get("code_challenge"):
+                return self.send_json(400, {"error": "invalid_request", "error_description": "PKCE S256 required"})
+            code = secrets.token_urlsafe(12)
+            with LOCK:
+                STATE["codes"][code] = q
+            state = "wrong-state" if STATE["mode"] == "bad_state" else q.get("state", "")
+            loc = q["redirect_uri"] + "?" + urllib.parse.urlencode({"code": code, "state": state})
+            self.send_response(302)
+            self.send_header("Location", loc)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_json(404, {"error": "not found"})
+
+    # ---- POST ------------------------------------------------------------
+    def do_POST(self):
+        u = urllib.parse.urlsplit(self.path)
+        raw = self.read_body()
+        if u.path in ("/token",):
+            form = dict(urllib.parse.parse_qsl(raw.decode()))
+            self.record(form=form)
+            return self.token(form)
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        self.record(body=body)
+        if u.path == "/register":
+            method = (body or {}).get("token_endpoint_auth_method", "client_secret_basic")
+            cid = "dyn-" + secrets.token_hex(4)
+            resp = {"client_id": cid, "token_endpoint_auth_method": method,
+                    "redirect_uris": (body or {}).get("redirect_uris", [])}
+            if method != "none":
+                resp["client_secret"] = "sec-" + secrets.token_hex(8)
+            with LOCK:
+                STATE["clients"][cid] = resp
+            return self.send_json(201, resp)
+        if u.path == "/mcp":
+            return self.mcp(body)
+        self.send_json(404, {"error": "not found"})
+
+    def client_auth(self, form):
+        """Returns the authenticated client id, or None."""
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Basic "):
+            cid, _, sec = base64.b64decode(auth[6:]).decode().partition(":")
+            cid, sec = urllib.parse.unquote(cid), urllib.parse.unquote(sec)
+        else:
+            cid, sec = form.get("client_id"), form.get("client_secret")
+        with LOCK:
+            c = STATE["clients"].get(cid)
+        if c is None:
+            return cid if cid and cid.startswith("pre-") and sec == "pre-secret" else None
+        if c.get("client_secret") and c["client_secret"] != sec:
+            return None
+        return cid
+
+    def issue(self, cid, scope):
+        tok = "at-" + secrets.token_hex(8)
+        ref = "rt-" + secrets.token_hex(8)
+        short = STATE["mode"] == "short_tokens"
+        with LOCK:
+            STATE["tokens"][tok] = {"client": cid, "scope": scope,
+                                    "exp": time.time() + (1 if short else 3600)}
+            STATE["refresh"][ref] = {"client": cid, "scope": scope}
+        resp = {"access_token": tok, "token_type": "Bearer", "expires_in": 1 if short else 3600,
+                "refresh_token": ref}
+        if scope:
+            resp["scope"] = scope
+        return resp
+
+    def token(self, form):
+        cid = self.client_auth(form)
+        if cid is None:
+            return self.send_json(401, {"error": "invalid_client"})
+        gt = form.get("grant_type")
+        if gt == "authorization_code":
+            with LOCK:
+                q = STATE["codes"].pop(form.get("code", ""), None)
+            if q is None:
+                return self.send_json(400, {"error": "invalid_grant"})
+            if b64url(hashlib.sha256(form.get("code_verifier", "").encode()).digest()) != q["code_challenge"]:
+                return self.send_json(400, {"error": "invalid_grant", "error_description": "PKCE verification failed"})
+            if form.get("resource") != self.base() + "/mcp" or q.get("resource") != self.base() + "/mcp":
+                return self.send_json(400, {"error": "invalid_target"})
+            if form.get("redirect_uri") != q.get("redirect_uri") or q.get("client_id") != cid:
+                return self.send_json(400, {"error": "invalid_grant"})
+            scope = q.get("scope", "")
+            if STATE["mode"] == "never_admin":
+                scope = " ".join(s for s in scope.split() if s != "mcp:admin")
+            return self.send_json(200, self.issue(cid, scope))
+        if gt == "refresh_token":
+            with LOCK:
+                r = STATE["refresh"].get(form.get("refresh_token", ""))
+            if r is None or r["client"] != cid:
+                return self.send_json(400, {"error": "invalid_grant"})
+            return self.send_json(200, self.issue(cid, r["scope"]))
+        if gt == "client_credentials":
+            return self.send_json(200, self.issue(cid, form.get("scope", "")))
+        return self.send_json(400, {"error": "unsupported_grant_type"})
+
+    def mcp(self, msg):
+        auth = self.headers.get("Authorization", "")
+        with LOCK:
+            t = STATE["tokens"].get(auth[7:]) if auth.startswith("Bearer ") else None
+        prm = self.base() + "/.well-known/oauth-protected-resource/mcp"
+        if t is None or t["exp"] < time.time() or STATE["mode"] == "always_401":
+            return self.send_json(401, {"error": "unauthorized"}, {
+                "WWW-Authenticate": f'Bearer resource_metadata="{prm}", scope="mcp:read"'})
+        if not isinstance(msg, dict):
+            return self.send_json(400, {"error": "bad request"})
+        mid, method, params = msg.get("id"), msg.get("method"), msg.get("params") or {}
+        if mid is None:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        def ok(result):
+            return self.send_json(200, {"jsonrpc": "2.0", "id": mid, "result": result})
+        if method == "initialize":
+            return ok({"protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                       "capabilities": {"tools": {}}, "serverInfo": {"name": "oauth-demo", "version": "1.0.0"}})
+        if method == "tools/list":
+            return ok({"tools": [{"name": "whoami", "inputSchema": {"type": "object"}},
+                                 {"name": "admin", "inputSchema": {"type": "object"}}]})
+        if method == "tools/call":
+            name = params.get("name")
+            if name == "admin" and "mcp:admin" not in t["scope"].split():
+                return self.send_json(403, {"error": "insufficient_scope"}, {
+                    "WWW-Authenticate": f'Bearer error="insufficient_scope", scope="mcp:read mcp:admin", resource_metadata="{prm}"'})
+            text = f'{t["client"]} {t["scope"]}' if name == "whoami" else "admin ok"
+            return ok({"content": [{"type": "text", "text": text}]})
+        if method == "ping":
+            return ok({})
+        return self.send_json(200, {"jsonrpc": "2.0", "id": mid,
+                                    "error": {"code": -32601, "message": f"method not found: {method}"}})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--mode", default="default")
+    a = ap.parse_args()
+    STATE["mode"] = a.mode
+    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
+    srv.daemon_threads = True
+    print(f"READY {srv.server_address[1]}", flush=True)
+    threading.Thread(target=lambda: (sys.stdin.read(), srv.shutdown()), daemon=True).start()
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
