@@ -48,6 +48,19 @@ responses get 202. Tools (tools/call), each a different behaviour:
   task_tool              declared with taskSupport "optional": a task-augmented call answers with a
                          task handle; tasks/get reports "working" once, then "completed";
                          tasks/result gives the text "task done"
+  auth_echo              401 whose body quotes the Authorization header back (as some gateways
+                         do), for the tests that check a bearer token never reaches a log
+  set_busy {method, count, status, retry_after}
+                         the next `count` POSTs of JSON-RPC `method` (any method, `initialize`
+                         included, from any client) are answered `status` (429 or 503) with
+                         `Retry-After: retry_after` (omitted when null); answers "busy set"
+  busy {status, retry_after}
+                         this call itself is answered `status` with `Retry-After`
+  reset_json             a JSON body cut short: Content-Length promises more, then the
+                         connection is reset (RST)
+  endless_sse            an SSE stream that never answers: a keep-alive comment every 50 ms
+                         until the client goes away
+  huge_header {bytes}    a JSON answer with one response header of that many bytes
   notify_get {n}         queues, for the GET stream: notifications/custom {n}, a log notification,
                          and a `ping` request with id "srv-<n>"; answers "queued"
 """
@@ -173,6 +186,10 @@ class Handler(BaseHTTPRequestHandler):
             return (404, "Not Found: session expired")
         return None
 
+    def send_busy(self, status, retry_after):
+        headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
+        self.send_plain(status, b"slow down", ctype="text/plain", headers=headers)
+
     def refuse(self, status, message):
         self.send_json({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}},
                        status=status)
@@ -258,6 +275,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.record(msg)
         method = msg.get("method") if isinstance(msg, dict) else None
+        with LOCK:
+            busy = STATE.get("busy")
+            if busy and busy["method"] == method and busy["count"] > 0:
+                busy["count"] -= 1
+                STATE.setdefault("busy_answered", 0)
+                STATE["busy_answered"] += 1
+            else:
+                busy = None
+        if busy:
+            self.send_busy(busy["status"], busy.get("retry_after"))
+            return
         if method == "initialize":
             sid = None if ARGS.no_session else uuid.uuid4().hex
             if sid:
@@ -284,7 +312,8 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "tools/list":
             names = ["echo", "sse_echo", "expire", "expire_forever", "drop_resumable", "drop_unresumable",
                      "garbage", "garbage_only", "slow", "html", "error500", "bad_json", "huge", "huge_sse",
-                     "accepted", "notify_get"]
+                     "accepted", "notify_get", "auth_echo", "set_busy", "busy", "reset_json", "endless_sse",
+                     "huge_header"]
             tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
             tools.append({"name": "task_tool", "inputSchema": {"type": "object"},
                           "execution": {"taskSupport": "optional"}})
@@ -383,6 +412,39 @@ class Handler(BaseHTTPRequestHandler):
             self.end_sse()
         elif name == "accepted":
             self.send_plain(202)
+        elif name == "set_busy":
+            with LOCK:
+                STATE["busy"] = {"method": args["method"], "count": int(args.get("count", 1)),
+                                 "status": int(args.get("status", 503)),
+                                 "retry_after": args.get("retry_after")}
+            self.send_json(reply("busy set"))
+        elif name == "busy":
+            self.send_busy(int(args.get("status", 429)), args.get("retry_after"))
+        elif name == "reset_json":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":{"cont')
+            self.wfile.flush()
+            self.close_connection = True
+            # SO_LINGER 0: close() sends RST instead of FIN.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            self.connection.close()
+        elif name == "endless_sse":
+            self.start_sse()
+            try:
+                while True:
+                    self.chunk(b": still thinking\r\n")
+                    time.sleep(0.05)
+            except OSError:
+                self.close_connection = True
+        elif name == "huge_header":
+            size = int(args.get("bytes", 1 << 20))
+            self.send_json(reply("with a huge header"), headers={"X-Huge": "h" * size})
+        elif name == "auth_echo":
+            body = f"invalid credentials: {self.headers.get('Authorization')}".encode()
+            self.send_plain(401, body, ctype="text/plain")
         elif name == "notify_get":
             n = args.get("n", 1)
             GET_QUEUE.put({"jsonrpc": "2.0", "method": "notifications/custom", "params": {"n": n}})

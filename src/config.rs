@@ -119,7 +119,8 @@ impl fmt::Debug for McpServerConfig {
             .field("args", &self.args)
             .field("env", &env)
             .field("cwd", &self.cwd)
-            .field("url", &self.url)
+            // User info and query may carry a token; show neither.
+            .field("url", &self.url.as_deref().map(crate::http::shown_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("description", &self.description)
             .field("friendly_name", &self.friendly_name)
@@ -417,6 +418,12 @@ mod tests {
         let d = format!("{c:?}");
         assert!(!d.contains("SECRET") && !d.contains("hunter2"), "{d}");
         assert!(d.contains("TOKEN"));
+        let u = McpServerConfig::http("u", "https://user:pw-SECRET@x.test/mcp?key=SECRET-2#f");
+        let d = format!("{u:?}");
+        assert!(
+            !d.contains("SECRET") && d.contains("https://x.test/mcp"),
+            "{d}"
+        );
     }
 
     #[test]

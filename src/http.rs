@@ -74,11 +74,12 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::limits::{
     HTTP_CLOSE_TIMEOUT, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_LISTEN_IDLE_TIMEOUT,
-    HTTP_LISTEN_READY_WAIT, HTTP_MAX_CONCURRENT_POSTS, HTTP_NOTIFY_TIMEOUT, HTTP_THREAD_STACK,
-    SSE_DEFAULT_RETRY, SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
+    HTTP_LISTEN_READY_WAIT, HTTP_MAX_CONCURRENT_POSTS, HTTP_MAX_RETRIES, HTTP_NOTIFY_TIMEOUT,
+    HTTP_RETRY_DEFAULT, HTTP_RETRY_MAX_WAIT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY,
+    SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
-use crate::sse::{SseError, SseReader};
+use crate::sse::{SseError, SseReader, SseStep};
 
 /// The session header (case-insensitive on the wire).
 const SESSION_HEADER: &str = "Mcp-Session-Id";
@@ -167,8 +168,47 @@ enum Failure {
         www_authenticate: Option<String>,
         sent: Option<String>,
     },
+    /// `429` or `503`: may be retried (after `Retry-After`, when given) if
+    /// the request is safe to repeat; otherwise the call fails with `error`.
+    Busy {
+        retry_after: Option<Duration>,
+        error: McpError,
+    },
     /// Anything else; the call fails with this error.
     Error(McpError),
+}
+
+/// Requests that may be sent again after a `429`/`503`: they change nothing
+/// on the server, or (`initialize`) start over from nothing.
+fn is_retry_safe(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "ping"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "tasks/get"
+            | "tasks/list"
+            | "tasks/result"
+    )
+}
+
+/// The `Retry-After` of a response: delay-seconds, or an HTTP date (a date
+/// in the past is no delay).
+fn retry_after(resp: &Response<Body>) -> Option<Duration> {
+    let v = resp.headers().get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when =
+        time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc2822).ok()?;
+    let delta = when - time::OffsetDateTime::now_utc();
+    Some(Duration::try_from(delta).unwrap_or(Duration::ZERO))
 }
 
 /// How reading an event stream ended.
@@ -255,16 +295,6 @@ fn text_excerpt(bytes: &[u8]) -> String {
     }
 }
 
-/// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes them.
-fn body_excerpt(body: Body) -> String {
-    let mut buf = Vec::new();
-    let _ = body
-        .into_reader()
-        .take(HTTP_ERROR_BODY_LIMIT as u64)
-        .read_to_end(&mut buf);
-    text_excerpt(&buf)
-}
-
 fn status_text(status: u16) -> String {
     match StatusCode::from_u16(status)
         .ok()
@@ -275,8 +305,9 @@ fn status_text(status: u16) -> String {
     }
 }
 
-/// The URL as shown in log lines: no user info, no query, no fragment.
-fn shown_url(url: &str) -> String {
+/// The URL as shown in log lines and `Debug`: no user info, no query, no
+/// fragment (any of which may carry a token).
+pub(crate) fn shown_url(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
     let rest = rest.split(['?', '#']).next().unwrap_or(rest);
     let rest = match rest.split_once('/') {
@@ -345,6 +376,37 @@ fn id_matches(v: &Value, id: i64) -> bool {
 }
 
 impl Shared {
+    /// A short excerpt of a body for an error or log line, with the api key
+    /// and the OAuth access token replaced: some servers and gateways quote
+    /// the `Authorization` header back in their error bodies.
+    fn quote(&self, bytes: &[u8]) -> String {
+        let oauth = self.oauth.as_ref().and_then(|o| o.authorization());
+        let secrets: Vec<&str> = [self.auth.as_deref(), oauth.as_deref()]
+            .into_iter()
+            .flatten()
+            .map(|a| a.strip_prefix("Bearer ").unwrap_or(a))
+            .filter(|k| !k.is_empty() && bytes.windows(k.len()).any(|w| w == k.as_bytes()))
+            .collect();
+        if secrets.is_empty() {
+            return text_excerpt(bytes);
+        }
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        for k in secrets {
+            text = text.replace(k, "<redacted>");
+        }
+        text_excerpt(text.as_bytes())
+    }
+
+    /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes them.
+    fn quote_body(&self, body: Body) -> String {
+        let mut buf = Vec::new();
+        let _ = body
+            .into_reader()
+            .take(HTTP_ERROR_BODY_LIMIT as u64)
+            .read_to_end(&mut buf);
+        self.quote(&buf)
+    }
+
     fn peer(&self) -> Option<Arc<Peer>> {
         self.peer.get().and_then(Weak::upgrade)
     }
@@ -389,7 +451,7 @@ impl Shared {
             401 | 403 => "; check the server's api_key",
             _ => "",
         };
-        let excerpt = body_excerpt(resp.into_body());
+        let excerpt = self.quote_body(resp.into_body());
         self.http_err(
             method,
             Some(status),
@@ -523,6 +585,8 @@ impl Shared {
     fn run_request(&self, peer: &Arc<Peer>, job: Job) {
         let mut recovered = false;
         let mut auth_attempts = 0;
+        let deadline = Instant::now() + job.timeout;
+        let mut retries = 0u32;
         loop {
             let session = self.snapshot();
             let err = match self.post_request(peer, &job, &session) {
@@ -553,6 +617,39 @@ impl Shared {
                             Ok(()) => return,
                             Err(e) => e,
                         }
+                    }
+                }
+                Err(Failure::Busy { retry_after, error }) => {
+                    let wait = retry_after
+                        .unwrap_or_else(|| HTTP_RETRY_DEFAULT.saturating_mul(1 << retries.min(16)));
+                    let fits = Instant::now()
+                        .checked_add(wait)
+                        .is_some_and(|t| t < deadline);
+                    if !(is_retry_safe(&job.method)
+                        && retries < HTTP_MAX_RETRIES
+                        && wait <= HTTP_RETRY_MAX_WAIT
+                        && fits)
+                    {
+                        error
+                    } else {
+                        retries += 1;
+                        if let McpError::Http { message, .. } = &error {
+                            peer.lifecycle(format!(
+                                "{}: {message}; retrying in {} ({retries}/{HTTP_MAX_RETRIES})",
+                                job.method,
+                                fmt_delay(wait)
+                            ));
+                        }
+                        // Woken at once by close().
+                        if !matches!(
+                            self.shutdown_rx.recv_timeout(wait),
+                            Err(RecvTimeoutError::Timeout)
+                        ) || self.closing()
+                            || !peer.is_pending(job.id)
+                        {
+                            return;
+                        }
+                        continue;
                     }
                 }
                 Err(Failure::SessionExpired(excerpt)) => {
@@ -640,7 +737,18 @@ impl Shared {
             .map_err(|e| Failure::Error(self.transport_err(method, "POST", &e)))?;
         let status = resp.status().as_u16();
         if status == 404 && session.id.is_some() && !initialize {
-            return Err(Failure::SessionExpired(body_excerpt(resp.into_body())));
+            return Err(Failure::SessionExpired(self.quote_body(resp.into_body())));
+        }
+        if status == 429 || status == 503 {
+            let after = retry_after(&resp);
+            let mut error = self.status_err(method, resp);
+            if let (McpError::Http { message, .. }, Some(a)) = (&mut error, after) {
+                message.push_str(&format!("; Retry-After {}", fmt_delay(a)));
+            }
+            return Err(Failure::Busy {
+                retry_after: after,
+                error,
+            });
         }
         if (status == 401 || status == 403) && self.oauth.is_some() {
             return Err(self.unauthorized(status, &resp));
@@ -688,7 +796,7 @@ impl Shared {
                 } else {
                     format!("Content-Type {other:?}")
                 };
-                let excerpt = body_excerpt(resp.into_body());
+                let excerpt = self.quote_body(resp.into_body());
                 Err(Failure::Error(self.http_err(
                     method,
                     Some(status),
@@ -750,7 +858,7 @@ impl Shared {
                 format!(
                     "the JSON body is not a response to request {}: {}",
                     job.id,
-                    text_excerpt(&buf)
+                    self.quote(&buf)
                 ),
             )));
         }
@@ -793,7 +901,8 @@ impl Shared {
         observer: Option<&InitObserver>,
         events: &mut usize,
     ) -> PumpEnd {
-        self.pump(reader, true, events, &mut |data| {
+        let wanted = || peer.is_pending(job.id);
+        self.pump(reader, true, events, &wanted, &mut |data| {
             if let Some(o) = observer {
                 self.observe_initialize(data, o);
             }
@@ -804,33 +913,43 @@ impl Shared {
 
     /// Reads events, handing each message to `dispatch` until it returns
     /// false. Priming events (empty data) and events of other types than
-    /// `message` are skipped.
+    /// `message` are skipped. Between events (a stream of keep-alive
+    /// comments that never completes one included) reading stops as soon
+    /// as `wanted` says nobody waits for the stream any more.
     fn pump<R: Read>(
         &self,
         reader: &mut SseReader<R>,
         fail_on_too_large: bool,
         events: &mut usize,
+        wanted: &dyn Fn() -> bool,
         dispatch: &mut dyn FnMut(&[u8]) -> bool,
     ) -> PumpEnd {
         loop {
             if self.closing() {
                 return PumpEnd::Closing;
             }
-            match reader.next_event() {
-                Ok(Some(ev)) => {
-                    *events += 1;
-                    if ev.event != "message" {
-                        ::log::debug!(target: "mcp_client", "[{}] ignoring SSE event of type {:?}", self.name, ev.event);
-                        continue;
+            match reader.step() {
+                Ok(SseStep::NoEvent) => {
+                    if !wanted() {
+                        return PumpEnd::Stopped;
                     }
-                    if ev.data.iter().all(u8::is_ascii_whitespace) {
+                }
+                Ok(SseStep::Event(ev)) => {
+                    *events += 1;
+                    if ev.event != "message" || ev.data.iter().all(u8::is_ascii_whitespace) {
+                        if ev.event != "message" {
+                            ::log::debug!(target: "mcp_client", "[{}] ignoring SSE event of type {:?}", self.name, ev.event);
+                        }
+                        if !wanted() {
+                            return PumpEnd::Stopped;
+                        }
                         continue;
                     }
                     if !dispatch(&ev.data) {
                         return PumpEnd::Stopped;
                     }
                 }
-                Ok(None) => {
+                Ok(SseStep::End) => {
                     return if self.closing() {
                         PumpEnd::Closing
                     } else {
@@ -980,7 +1099,7 @@ impl Shared {
             end = PumpEnd::Ended(Some(format!(
                 "resuming got {}: {}",
                 status_text(s),
-                body_excerpt(resp.into_body())
+                self.quote_body(resp.into_body())
             )));
         }
     }
@@ -1047,7 +1166,7 @@ impl Shared {
             return Ok(());
         }
         if status == 404 && session.id.is_some() {
-            let excerpt = body_excerpt(resp.into_body());
+            let excerpt = self.quote_body(resp.into_body());
             return Err(self.http_err(
                 method,
                 Some(404),
@@ -1235,7 +1354,7 @@ impl Shared {
             self.lifecycle(format!(
                 "the server offers no GET stream ({}: {}); server messages arrive only with responses",
                 status_text(status),
-                body_excerpt(resp.into_body())
+                self.quote_body(resp.into_body())
             ));
             return Listened::Stop;
         }
@@ -1246,7 +1365,7 @@ impl Shared {
             } else {
                 format!("was answered {}", status_text(status))
             };
-            return Listened::Failed(format!("{what}: {}", body_excerpt(resp.into_body())));
+            return Listened::Failed(format!("{what}: {}", self.quote_body(resp.into_body())));
         }
         self.listening.store(true, Ordering::Release);
         drop(ready.take());
@@ -1260,7 +1379,7 @@ impl Shared {
         let mut reader = SseReader::new(resp.into_body().into_reader(), self.max_message_size);
         let mut events = 0;
         let mut superseded = false;
-        let end = self.pump(&mut reader, false, &mut events, &mut |data| {
+        let end = self.pump(&mut reader, false, &mut events, &|| true, &mut |data| {
             let Some(p) = self.peer() else {
                 return false;
             };

@@ -91,6 +91,16 @@ pub const READER_THREAD_STACK: usize = 512 * 1024;
 /// is cut (with a marker) so a server cannot grow a log line without bound.
 pub const MAX_STDERR_LINE: usize = 16 * 1024;
 
+/// Subschema checks an output-schema validation may always make, whatever
+/// the size of the value (see [`schema::validate`](crate::schema::validate)).
+/// A schema whose `$ref`s branch exponentially fails with "too complex"
+/// once the budget is spent, instead of spinning the caller's thread.
+pub const SCHEMA_MIN_STEPS: usize = 100_000;
+
+/// Further subschema checks allowed per JSON value of the validated result,
+/// so a large but legitimate result is never refused for its size.
+pub const SCHEMA_STEPS_PER_NODE: usize = 64;
+
 // ---- Streamable HTTP ---------------------------------------------------------
 
 /// How long an HTTP connection (TCP and TLS) may take to be established.
@@ -127,6 +137,21 @@ pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
 /// Stack size of the HTTP threads (POST workers, the GET listener). They
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
+
+/// How many times a request that is safe to repeat (`initialize`, `ping`,
+/// and the list, read and get methods; never `tools/call`) is sent again
+/// after a `429 Too Many Requests` or `503 Service Unavailable`. Each wait
+/// honours the server's `Retry-After` and must end before the call's
+/// deadline; otherwise the call fails with the status at once.
+pub const HTTP_MAX_RETRIES: u32 = 3;
+
+/// The wait before retrying after a `429`/`503` without `Retry-After`
+/// (doubled for each further retry).
+pub const HTTP_RETRY_DEFAULT: Duration = Duration::from_millis(500);
+
+/// The longest `Retry-After` that is waited for; a longer one fails the call
+/// with the status (and the delay) instead.
+pub const HTTP_RETRY_MAX_WAIT: Duration = Duration::from_secs(30);
 
 /// Delay before an event stream is resumed when the server did not set one
 /// with the SSE `retry` field.

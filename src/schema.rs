@@ -8,7 +8,11 @@
 //! as JSON Schema requires, so a schema using more than this is checked
 //! less strictly, never rejected wrongly.
 
+use std::cell::Cell;
+
 use serde_json::Value;
+
+use crate::limits::{SCHEMA_MIN_STEPS, SCHEMA_STEPS_PER_NODE};
 
 /// How deep `$ref`s and nested schemas may go before validation gives up
 /// (a cyclic `$ref` must not recurse forever).
@@ -16,8 +20,50 @@ const MAX_DEPTH: usize = 64;
 
 /// Validates `value` against `schema`. Returns the first violation, with the
 /// JSON Pointer of the offending value.
+///
+/// The work is bounded: a schema whose `$ref`s branch exponentially (e.g.
+/// `{"anyOf":[{"$ref":"#"},{"$ref":"#"}]}`) fails with "too complex" after
+/// [`SCHEMA_MIN_STEPS`] plus [`SCHEMA_STEPS_PER_NODE`] per node of `value`
+/// subschema checks, instead of spinning the calling thread for ever.
 pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
-    check(schema, schema, value, "", 0)
+    let budget =
+        SCHEMA_MIN_STEPS.saturating_add(SCHEMA_STEPS_PER_NODE.saturating_mul(count_nodes(value)));
+    let steps = Budget {
+        left: Cell::new(budget),
+        exhausted: Cell::new(false),
+        too_deep: Cell::new(false),
+    };
+    let verdict = check(&steps, schema, schema, value, "", 0);
+    // Whatever `not` or `anyOf` made of a refusal to go on, the check is void.
+    if steps.exhausted.get() {
+        return Err("(root): schema too complex to validate (branching $refs?)".into());
+    }
+    if steps.too_deep.get() {
+        return Err("(root): schema nested too deeply (cyclic $ref?)".into());
+    }
+    verdict
+}
+
+/// Subschema checks left before validation gives up.
+struct Budget {
+    left: Cell<usize>,
+    exhausted: Cell<bool>,
+    too_deep: Cell<bool>,
+}
+
+/// How many JSON values `v` is made of (iteratively: no recursion limit).
+fn count_nodes(v: &Value) -> usize {
+    let mut n = 0usize;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        n += 1;
+        match v {
+            Value::Array(a) => stack.extend(a.iter()),
+            Value::Object(o) => stack.extend(o.values()),
+            _ => {}
+        }
+    }
+    n
 }
 
 fn type_matches(ty: &str, v: &Value) -> bool {
@@ -49,9 +95,27 @@ fn at(path: &str, key: &str) -> String {
     format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
-fn check(root: &Value, schema: &Value, v: &Value, path: &str, depth: usize) -> Result<(), String> {
+fn check(
+    steps: &Budget,
+    root: &Value,
+    schema: &Value,
+    v: &Value,
+    path: &str,
+    depth: usize,
+) -> Result<(), String> {
     if depth > MAX_DEPTH {
+        steps.too_deep.set(true);
         return Err(format!("{path}: schema nested too deeply (cyclic $ref?)"));
+    }
+    match steps.left.get().checked_sub(1) {
+        Some(left) => steps.left.set(left),
+        None => {
+            steps.exhausted.set(true);
+            return Err(format!(
+                "{}: schema too complex to validate (branching $refs?)",
+                show(path)
+            ));
+        }
     }
     let s = match schema {
         Value::Bool(true) => return Ok(()),
@@ -62,7 +126,7 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, depth: usize) -> R
     let here = show(path);
     if let Some(r) = s.get("$ref").and_then(Value::as_str) {
         let target = resolve(root, r).ok_or_else(|| format!("{here}: unresolvable $ref {r}"))?;
-        check(root, target, v, path, depth + 1)?;
+        check(steps, root, target, v, path, depth + 1)?;
     }
     match s.get("type") {
         Some(Value::String(t)) if !type_matches(t, v) => {
@@ -123,12 +187,19 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, depth: usize) -> R
             .map_or(0, |p| p.len());
         if let Some(p) = s.get("prefixItems").and_then(Value::as_array) {
             for (i, (item, sch)) in arr.iter().zip(p).enumerate() {
-                check(root, sch, item, &at(path, &i.to_string()), depth + 1)?;
+                check(steps, root, sch, item, &at(path, &i.to_string()), depth + 1)?;
             }
         }
         if let Some(items) = s.get("items") {
             for (i, item) in arr.iter().enumerate().skip(prefix) {
-                check(root, items, item, &at(path, &i.to_string()), depth + 1)?;
+                check(
+                    steps,
+                    root,
+                    items,
+                    item,
+                    &at(path, &i.to_string()),
+                    depth + 1,
+                )?;
             }
         }
     }
@@ -144,7 +215,7 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, depth: usize) -> R
         if let Some(props) = props {
             for (k, sch) in props {
                 if let Some(pv) = obj.get(k) {
-                    check(root, sch, pv, &at(path, k), depth + 1)?;
+                    check(steps, root, sch, pv, &at(path, k), depth + 1)?;
                 }
             }
         }
@@ -153,7 +224,7 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, depth: usize) -> R
                 if props.is_some_and(|p| p.contains_key(k)) {
                     continue;
                 }
-                check(root, extra, pv, &at(path, k), depth + 1).map_err(|e| {
+                check(steps, root, extra, pv, &at(path, k), depth + 1).map_err(|e| {
                     if extra == &Value::Bool(false) {
                         format!("{here}: unexpected property '{k}'")
                     } else {
@@ -165,13 +236,13 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, depth: usize) -> R
     }
     if let Some(all) = s.get("allOf").and_then(Value::as_array) {
         for sch in all {
-            check(root, sch, v, path, depth + 1)?;
+            check(steps, root, sch, v, path, depth + 1)?;
         }
     }
     if let Some(any) = s.get("anyOf").and_then(Value::as_array) {
         if !any
             .iter()
-            .any(|sch| check(root, sch, v, path, depth + 1).is_ok())
+            .any(|sch| check(steps, root, sch, v, path, depth + 1).is_ok())
         {
             return Err(format!("{here}: matches none of anyOf"));
         }
@@ -179,14 +250,14 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, depth: usize) -> R
     if let Some(one) = s.get("oneOf").and_then(Value::as_array) {
         let n = one
             .iter()
-            .filter(|sch| check(root, sch, v, path, depth + 1).is_ok())
+            .filter(|sch| check(steps, root, sch, v, path, depth + 1).is_ok())
             .count();
         if n != 1 {
             return Err(format!("{here}: matches {n} of oneOf, not exactly one"));
         }
     }
     if let Some(not) = s.get("not") {
-        if check(root, not, v, path, depth + 1).is_ok() {
+        if check(steps, root, not, v, path, depth + 1).is_ok() {
             return Err(format!("{here}: matches a schema under 'not'"));
         }
     }
@@ -267,6 +338,24 @@ mod tests {
         validate(&s, &json!({"n": 1})).unwrap();
         assert!(validate(&s, &json!({"n": -1})).is_err());
         let cyclic = json!({"$ref":"#"});
+        // Branching refs used to take 2^64 steps (spotted writing the fuzz target).
+        let started = std::time::Instant::now();
+        let branching = json!({"anyOf":[{"$ref":"#"},{"$ref":"#"}]});
+        assert!(validate(&branching, &json!(1))
+            .unwrap_err()
+            .contains("too complex"));
+        let negated = json!({"not":{"anyOf":[{"$ref":"#"},{"$ref":"#"}]}});
+        assert!(validate(&negated, &json!(1)).is_err());
+        // A refusal to go deeper is not a failed match that `not` inverts.
+        let not_cyclic = json!({"not":{"$ref":"#"}});
+        assert!(validate(&not_cyclic, &json!(1))
+            .unwrap_err()
+            .contains("deeply"));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // A large value against a legitimate schema stays within the budget.
+        let big = Value::Array((0..20_000).map(|i| json!({"n": i})).collect());
+        let items = json!({"type":"array","items":{"$ref":"#/$defs/n"},"$defs":{"n":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}});
+        validate(&items, &big).unwrap();
         assert!(validate(&cyclic, &json!(1)).unwrap_err().contains("deeply"));
         assert!(validate(&json!({"$ref":"#/nope"}), &json!(1)).is_err());
     }

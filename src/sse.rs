@@ -365,6 +365,17 @@ impl SseParser {
     }
 }
 
+/// What one [`SseReader::step`] produced.
+#[derive(Debug)]
+pub enum SseStep {
+    /// A complete event.
+    Event(SseEvent),
+    /// Bytes were read but completed no event.
+    NoEvent,
+    /// The stream ended.
+    End,
+}
+
 /// Reads events from a byte stream, reading only as much as it needs: each
 /// call returns as soon as one event is complete, so a long-lived stream is
 /// consumed incrementally.
@@ -400,11 +411,25 @@ impl<R: Read> SseReader<R> {
     /// can go on; after [`SseError::Io`] the stream is unusable.
     pub fn next_event(&mut self) -> Result<Option<SseEvent>, SseError> {
         loop {
+            match self.step()? {
+                SseStep::Event(e) => return Ok(Some(e)),
+                SseStep::End => return Ok(None),
+                SseStep::NoEvent => {}
+            }
+        }
+    }
+
+    /// Like [`next_event`](Self::next_event), but returns after at most one
+    /// read of the underlying stream, with [`SseStep::NoEvent`] when that
+    /// read completed no event (comments, keep-alives, part of an event), so
+    /// the caller can decide whether it still wants the stream.
+    pub fn step(&mut self) -> Result<SseStep, SseError> {
+        for _ in 0..2 {
             if let Some(r) = self.parser.next_event() {
-                return r.map(Some);
+                return r.map(SseStep::Event);
             }
             if self.eof {
-                return Ok(None);
+                return Ok(SseStep::End);
             }
             let n = loop {
                 match self.inner.read(&mut self.buf) {
@@ -418,8 +443,14 @@ impl<R: Read> SseReader<R> {
                 self.parser.finish();
             } else {
                 self.parser.feed(&self.buf[..n]);
+                if !self.parser.has_event() {
+                    return Ok(SseStep::NoEvent);
+                }
             }
         }
+        // Only reached after a read completed an event or ended the stream,
+        // which the second pass returned.
+        Ok(SseStep::NoEvent)
     }
 
     /// The stream's last event id so far.
@@ -436,6 +467,27 @@ impl<R: Read> SseReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_returns_after_each_read_without_an_event() {
+        // A reader that hands out one keep-alive comment per read, forever.
+        struct KeepAlive;
+        impl Read for KeepAlive {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let c = b": keep-alive\r\n";
+                buf[..c.len()].copy_from_slice(c);
+                Ok(c.len())
+            }
+        }
+        let mut r = SseReader::new(KeepAlive, 64);
+        for _ in 0..3 {
+            assert!(matches!(r.step().unwrap(), SseStep::NoEvent));
+        }
+        let mut r = SseReader::new(&b"data: a\n\ndata: b\n\n"[..], 64);
+        assert!(matches!(r.step().unwrap(), SseStep::Event(e) if e.data == b"a"));
+        assert!(matches!(r.step().unwrap(), SseStep::Event(e) if e.data == b"b"));
+        assert!(matches!(r.step().unwrap(), SseStep::End));
+    }
 
     fn all(input: &[u8], max: usize) -> Vec<Result<SseEvent, String>> {
         let mut p = SseParser::new(max);

@@ -139,6 +139,90 @@ fn signal_group(pid: u32, sig: libc::c_int) {
     }
 }
 
+/// Where children are forked. On Linux every child asks the kernel for
+/// `SIGKILL` when its parent dies (`PR_SET_PDEATHSIG`), so a host that is
+/// itself SIGKILLed does not leave its servers behind. The kernel sends that
+/// signal when the *thread* that forked the child exits, not the process, so
+/// children are forked by one process-wide thread that never exits
+/// (`skald-mcp-spawner`) rather than by the caller's thread, which may be
+/// short-lived (the manager connects from threads of its own). Only the
+/// direct child is covered: grandchildren in its group are killed by
+/// `close()`/`Drop`, not by the kernel.
+mod spawner {
+    use std::io;
+    use std::process::{Child, Command};
+    use std::sync::OnceLock;
+
+    use crossbeam_channel::{bounded, unbounded, Sender};
+
+    struct Request {
+        cmd: Command,
+        reply: Sender<io::Result<Child>>,
+    }
+
+    /// `None` when the spawner thread could not be started: children are
+    /// then forked by the caller without the death signal.
+    static SPAWNER: OnceLock<Option<Sender<Request>>> = OnceLock::new();
+
+    pub(super) fn spawn(mut cmd: Command) -> io::Result<Child> {
+        if !cfg!(target_os = "linux") {
+            return cmd.spawn();
+        }
+        let tx = SPAWNER.get_or_init(|| {
+            let (tx, rx) = unbounded::<Request>();
+            std::thread::Builder::new()
+                .name("skald-mcp-spawner".into())
+                .stack_size(crate::limits::IO_THREAD_STACK)
+                // The sender lives in a static: this loop never ends, so the
+                // thread never exits before the process does.
+                .spawn(move || {
+                    for mut req in rx {
+                        set_death_signal(&mut req.cmd);
+                        let _ = req.reply.send(req.cmd.spawn());
+                    }
+                })
+                .ok()
+                .map(|_| tx)
+        });
+        let Some(tx) = tx else {
+            return cmd.spawn();
+        };
+        let (reply, answer) = bounded(1);
+        if let Err(e) = tx.send(Request { cmd, reply }) {
+            return e.into_inner().cmd.spawn();
+        }
+        answer
+            .recv()
+            .unwrap_or_else(|_| Err(io::Error::other("the spawner thread is gone")))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn set_death_signal(cmd: &mut Command) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: getpid is always safe.
+        let host = unsafe { libc::getpid() };
+        // SAFETY: the closure runs in the forked child before exec and only
+        // makes async-signal-safe syscalls (prctl, getppid).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The host may have died between fork and prctl.
+                if libc::getppid() != host {
+                    return Err(io::Error::other(
+                        "the host exited while the server was spawned",
+                    ));
+                }
+                Ok(())
+            });
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn set_death_signal(_: &mut Command) {}
+}
+
 /// Outcome of reading one line.
 enum Line {
     Complete,
@@ -268,7 +352,7 @@ impl McpServer {
         if let Some(dir) = &config.cwd {
             cmd.current_dir(dir);
         }
-        let mut child = cmd.spawn().map_err(|source| McpError::Spawn {
+        let mut child = spawner::spawn(cmd).map_err(|source| McpError::Spawn {
             server: name.clone(),
             command: command.clone(),
             source,

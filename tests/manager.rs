@@ -381,6 +381,15 @@ fn children(pid: u32) -> Vec<u32> {
 
 #[test]
 fn the_example_shuts_down_cleanly_on_sigint() {
+    example_shuts_down_cleanly_on(libc::SIGINT);
+}
+
+#[test]
+fn the_example_shuts_down_cleanly_on_sigterm() {
+    example_shuts_down_cleanly_on(libc::SIGTERM);
+}
+
+fn example_shuts_down_cleanly_on(signal: libc::c_int) {
     use std::io::{BufRead, BufReader};
     let exe = std::env::current_exe().unwrap();
     let example = exe
@@ -419,7 +428,7 @@ fn the_example_shuts_down_cleanly_on_sigint() {
     let servers = children(pid);
     assert_eq!(servers.len(), 1, "one demo server child expected");
     // SAFETY: signalling a child this test spawned and has not reaped.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    unsafe { libc::kill(pid as i32, signal) };
     let mut rest = Vec::new();
     while let Ok(l) = rx.recv_deadline(deadline) {
         rest.push(l);

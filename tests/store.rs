@@ -695,6 +695,18 @@ fn crash_child() {
             }
         }
     });
+    // Server rows: each printed only after upsert_server returned.
+    let h = store.handle();
+    thread::spawn(move || {
+        let mut i = 0u64;
+        while Instant::now() < deadline {
+            let cfg = McpServerConfig::stdio(format!("srv{i}"), "cmd", [format!("arg{i}")])
+                .with_env("N", i.to_string());
+            h.upsert_server(&cfg).unwrap();
+            println!("SROW {i}");
+            i += 1;
+        }
+    });
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let h = store.handle();
@@ -761,11 +773,16 @@ fn sigkill_loses_no_acknowledged_event() {
         it.next().is_none().then_some((id, server, n))
     };
     let mut acks = Vec::new();
+    let mut rows: Vec<u64> = Vec::new();
+    let mut take = |l: &str, acks: &mut Vec<(i64, String, u64)>| {
+        acks.extend(parse(l));
+        rows.extend(l.strip_prefix("SROW ").and_then(|n| n.parse::<u64>().ok()));
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
     while acks.len() < CRASH_ACKS_BEFORE_KILL {
         let left = deadline.saturating_duration_since(Instant::now());
         match line_rx.recv_timeout(left) {
-            Ok(l) => acks.extend(parse(&l)),
+            Ok(l) => take(&l, &mut acks),
             Err(e) => panic!("child gave {} acks, then {e:?}", acks.len()),
         }
     }
@@ -777,7 +794,7 @@ fn sigkill_loses_no_acknowledged_event() {
     // Acks printed before the kill that we have not read yet.
     loop {
         match line_rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(l) => acks.extend(parse(&l)),
+            Ok(l) => take(&l, &mut acks),
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
             Err(e) => panic!("child stdout not closed after SIGKILL: {e:?}"),
         }
@@ -796,9 +813,19 @@ fn sigkill_loses_no_acknowledged_event() {
         assert_eq!((&e.server, n_of(&e)), (server, *n), "event {id}");
     }
     let total = store.pending_events(usize::MAX).unwrap().len();
+    assert!(!rows.is_empty(), "no server row was acknowledged");
+    for i in &rows {
+        let cfg = store
+            .get_server(&format!("srv{i}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("acknowledged server row srv{i} lost"));
+        assert_eq!(cfg.args, [format!("arg{i}")]);
+        assert_eq!(cfg.env["N"], i.to_string());
+    }
     eprintln!(
-        "crash test: {} acknowledged events all present; {total} events in the database",
-        acks.len()
+        "crash test: {} acknowledged events and {} server rows all present; {total} events in the database",
+        acks.len(),
+        rows.len()
     );
     store.close().unwrap();
     let conn = rusqlite::Connection::open(tmp.0.join("crash.db")).unwrap();
@@ -806,4 +833,120 @@ fn sigkill_loses_no_acknowledged_event() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
+}
+
+// ---- read-only files and directories -----------------------------------------
+
+const RO_CHILD_ENV: &str = "SKALD_STORE_RO_CHILD_DIR";
+
+/// What opening a store under `dir` gives when the database file, or the
+/// directory holding it, is read-only. Run as a user that permissions bind
+/// (the parent test re-executes this binary as `nobody` when it is root).
+fn read_only_checks(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let chmod =
+        |p: &Path, mode: u32| fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+    let expect_clear = |e: McpError, path: &Path| {
+        let text = e.to_string();
+        assert!(
+            matches!(e, McpError::Store { .. } | McpError::Io { .. }),
+            "{e:?}"
+        );
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(
+            text.contains("read-only") || text.contains("readonly"),
+            "the error does not say what is wrong: {text}"
+        );
+    };
+
+    // A database file that is read-only.
+    let a = dir.join("file");
+    fs::create_dir_all(&a).unwrap();
+    let db = a.join("store.db");
+    let store = Store::open(StoreConfig::new(&db, &a)).unwrap();
+    store.insert_event(ev("s", 0)).unwrap();
+    store.close().unwrap();
+    chmod(&db, 0o444);
+    let e = open_err(StoreConfig::new(&db, &a), "a read-only file is refused");
+    expect_clear(e, &db);
+
+    // A directory that is read-only: no database can be created in it.
+    let b = dir.join("dir");
+    fs::create_dir_all(&b).unwrap();
+    chmod(&b, 0o555);
+    let db = b.join("store.db");
+    let e = open_err(
+        StoreConfig::new(&db, dir.join("logs-b")),
+        "a read-only directory is refused",
+    );
+    expect_clear(e, &db);
+
+    // A read-only directory holding an existing database (WAL needs its
+    // side files next to it).
+    let c = dir.join("dir-with-db");
+    fs::create_dir_all(&c).unwrap();
+    let db = c.join("store.db");
+    let store = Store::open(StoreConfig::new(&db, dir.join("logs-c"))).unwrap();
+    store.insert_event(ev("s", 0)).unwrap();
+    store.close().unwrap();
+    chmod(&c, 0o555);
+    let e = open_err(
+        StoreConfig::new(&db, dir.join("logs-c")),
+        "a database in a read-only directory is refused",
+    );
+    expect_clear(e, &db);
+}
+
+fn open_err(config: StoreConfig, what: &str) -> McpError {
+    match Store::open(config) {
+        Ok(_) => panic!("{what}: the store opened"),
+        Err(e) => e,
+    }
+}
+
+/// The child side of [`read_only_database_or_directory_is_a_clear_error`].
+#[test]
+fn read_only_child() {
+    if let Some(dir) = std::env::var_os(RO_CHILD_ENV) {
+        read_only_checks(Path::new(&dir));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn read_only_database_or_directory_is_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let tmp = TempDir::new();
+    // SAFETY: a plain syscall without arguments.
+    if unsafe { libc::geteuid() } != 0 {
+        read_only_checks(&tmp.0);
+        return;
+    }
+    // Root ignores permissions: run the checks as `nobody`.
+    fs::set_permissions(&tmp.0, fs::Permissions::from_mode(0o777)).unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "read_only_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(RO_CHILD_ENV, &tmp.0)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && text.contains("Permission denied") && !text.contains("panicked") {
+        eprintln!("skipping: the test binary is not executable as nobody: {text}");
+        return;
+    }
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "{text}");
+    // Let the parent remove what nobody created.
+    for d in ["dir", "dir-with-db"] {
+        let _ = fs::set_permissions(tmp.0.join(d), fs::Permissions::from_mode(0o755));
+    }
 }

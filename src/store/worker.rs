@@ -151,17 +151,40 @@ impl Worker {
     ) -> Result<Worker> {
         let path: &Path = &config.db_path;
         let ctx_open = format!("opening database {}", path.display());
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|source| McpError::Io {
+            context: format!("creating the database directory {}", parent.display()),
+            source,
+        })?;
+        // SQLite reports a read-only directory as "unable to open database
+        // file"; say what is wrong.
+        let hint = if dir_is_writable(parent) {
+            String::new()
+        } else {
+            format!(
+                " (the directory {} is read-only: SQLite creates the database and its -wal and -shm files there)",
+                parent.display()
+            )
+        };
         let store_err = |e: rusqlite::Error| McpError::Store {
             context: ctx_open.clone(),
-            message: e.to_string(),
+            message: format!("{e}{hint}"),
         };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| McpError::Io {
-                context: format!("creating the database directory {}", parent.display()),
-                source,
-            })?;
-        }
         let mut conn = Connection::open(path).map_err(store_err)?;
+        // SQLite silently opens a write-protected file read-only; every
+        // write would then fail one by one. Refuse it here, by name.
+        if conn
+            .is_readonly(rusqlite::DatabaseName::Main)
+            .map_err(store_err)?
+        {
+            return Err(McpError::Store {
+                context: ctx_open.clone(),
+                message: "the database file is read-only (check its permissions)".into(),
+            });
+        }
         conn.busy_timeout(config.busy_timeout).map_err(store_err)?;
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
@@ -608,4 +631,15 @@ impl Worker {
             let _ = reply.send(r);
         }
     }
+}
+
+/// Whether this process may create files in `dir` (`faccessat(2)` with
+/// `W_OK` for the effective user, so root passes).
+fn dir_is_writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: a plain syscall on a NUL-terminated path we own.
+    unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
 }

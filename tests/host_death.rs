@@ -1,0 +1,158 @@
+//! No orphans when the host dies. A thread that holds an `McpServer` or an
+//! `McpManager` and panics unwinds through their `Drop`, which kills the
+//! server's whole process group (grandchildren included) and reaps the
+//! child. A host that is SIGKILLed runs no destructor: on Linux the kernel
+//! kills its servers (`PR_SET_PDEATHSIG`), even one that ignores SIGTERM and
+//! stdin EOF, and even when the thread that connected it exited long before.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+use skald_mcp::manager::{ManagerConfig, McpManager, ToolResult};
+use skald_mcp::{McpCallResult, McpServerClient};
+
+/// The pids the hostile `grandchild` server reports: itself and its child.
+fn parse_pids(t: &str) -> (u32, u32) {
+    let v: Value = serde_json::from_str(t).unwrap();
+    (
+        v["self"].as_u64().unwrap() as u32,
+        v["grandchild"].as_u64().unwrap() as u32,
+    )
+}
+
+fn assert_gone(me: u32, grandchild: u32) {
+    // The child is reaped by the unwinding Drop, synchronously.
+    assert_eq!(proc_state(me), None, "server {me} not reaped");
+    // The grandchild was SIGKILLed with the group; init reaps it.
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(grandchild)),
+        "grandchild {grandchild} survived the panic"
+    );
+    assert!(group_members(me).is_empty(), "group {me} not empty");
+}
+
+#[test]
+fn a_panicking_thread_holding_a_server_leaves_no_process() {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let t = std::thread::spawn(move || {
+        let s = hostile("grandchild", test_options()).unwrap();
+        let McpCallResult::Text(t) = s.call_tool("pids", json!({})).unwrap() else {
+            panic!("pids returned no text");
+        };
+        tx.send(parse_pids(&t)).unwrap();
+        panic!("the host thread panics while it holds the server");
+    });
+    let (me, grandchild) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the server started");
+    assert!(t.join().is_err(), "the thread panicked");
+    assert_gone(me, grandchild);
+}
+
+#[test]
+fn a_panicking_thread_holding_a_manager_leaves_no_process() {
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("skald-host-panic-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let d = dir.clone();
+    let t = std::thread::spawn(move || {
+        let mut cfg = ManagerConfig::in_dir(&d);
+        cfg.client = test_options();
+        let m = McpManager::open(cfg).unwrap();
+        m.register(script_config("g", "hostile_mcp_server.py", &["grandchild"]))
+            .unwrap();
+        let ToolResult::Text(t) = m.call("mcp__g__pids", json!({})).unwrap() else {
+            panic!("pids returned no text");
+        };
+        tx.send(parse_pids(&t)).unwrap();
+        panic!("the host thread panics while it holds the manager");
+    });
+    let (me, grandchild) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the server started");
+    assert!(t.join().is_err(), "the thread panicked");
+    assert_gone(me, grandchild);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const HOST_CHILD_ENV: &str = "SKALD_HOST_DEATH_CHILD";
+
+/// The host side of [`a_sigkilled_host_takes_its_servers_with_it`]: a no-op
+/// unless the parent re-executed this binary with the variable set.
+#[test]
+fn host_child() {
+    if std::env::var_os(HOST_CHILD_ENV).is_none() {
+        return;
+    }
+    // Connected from a thread that ends at once: the server must outlive it.
+    let s = std::thread::spawn(|| {
+        let mut cfg = script_config("stubborn", "hostile_mcp_server.py", &["ignore_sigterm"]);
+        cfg.env.insert("HOSTILE_LIFETIME_SECS".into(), "120".into());
+        skald_mcp::McpServer::connect(&cfg, test_options()).unwrap()
+    })
+    .join()
+    .unwrap();
+    assert!(s.call_tool("echo", json!({"text": "x"})).is_ok());
+    println!("PID {}", s.pid());
+    // Wait to be killed (bounded, in case the parent is gone).
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    drop(s);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sigkilled_host_takes_its_servers_with_it() {
+    let mut host = Command::new(std::env::current_exe().unwrap())
+        .args(["host_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(HOST_CHILD_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = host.stdout.take().unwrap();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            // libtest prints "test host_child ... " before it.
+            if let Some((_, p)) = line.split_once("PID ") {
+                let _ = tx.send(p.trim().parse::<u32>().unwrap());
+            }
+        }
+    });
+    let server = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = host.kill();
+            let _ = host.wait();
+            panic!("the host printed no server pid: {e:?}");
+        }
+    };
+    assert!(
+        alive(server),
+        "the server died with the thread that spawned it"
+    );
+    // SAFETY: signalling the child this test spawned and has not reaped.
+    unsafe { libc::kill(host.id() as libc::pid_t, libc::SIGKILL) };
+    host.wait().unwrap();
+    let started = Instant::now();
+    let gone = eventually(Duration::from_secs(10), || !alive(server));
+    if !gone {
+        // Do not leave it behind for the next test run.
+        // SAFETY: the pid is still a live server (checked just above).
+        unsafe { libc::kill(server as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(gone, "the server outlived its SIGKILLed host");
+    eprintln!(
+        "server gone {:?} after the host was killed",
+        started.elapsed()
+    );
+}
