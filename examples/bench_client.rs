@@ -11,7 +11,8 @@
 //! and no threads. Each figure is printed with its ratio to the floor.
 //!
 //! Options: `--quick` (fewer iterations), `--only a,b` (scenario keys:
-//! cold, seq, tput, start50, rss100, kill, http). Besides the table it prints
+//! cold, seq, tput, start50, rss100, kill, http), `--sizes 128,64k,1m`
+//! (payloads of the sequential scenario). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects.
 
@@ -33,6 +34,8 @@ struct Args {
     server: String,
     quick: bool,
     only: Option<Vec<String>>,
+    /// `--sizes 128,64k`: restrict the sequential scenario (for profiling).
+    sizes: Option<Vec<String>>,
 }
 
 impl Args {
@@ -67,6 +70,7 @@ fn parse_args() -> Args {
         server: String::new(),
         quick: false,
         only: None,
+        sizes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
@@ -77,6 +81,15 @@ fn parse_args() -> Args {
                 a.only = Some(
                     it.next()
                         .expect("--only KEYS")
+                        .split(',')
+                        .map(str::to_owned)
+                        .collect(),
+                )
+            }
+            "--sizes" => {
+                a.sizes = Some(
+                    it.next()
+                        .expect("--sizes TAGS")
                         .split(',')
                         .map(str::to_owned)
                         .collect(),
@@ -575,8 +588,11 @@ fn ours_kill(server: &str) -> Duration {
 }
 
 fn ours_http(url: &str, n: usize) -> Vec<Duration> {
-    let s = McpHttpServer::connect(&McpServerConfig::http("http", url), ClientOptions::default())
-        .expect("connect over HTTP");
+    let s = McpHttpServer::connect(
+        &McpServerConfig::http("http", url),
+        ClientOptions::default(),
+    )
+    .expect("connect over HTTP");
     s.list_tools().unwrap();
     for _ in 0..n / 10 + 5 {
         call(&s, 128);
@@ -634,6 +650,13 @@ fn main() {
 
     if args.wants("seq") {
         for (size, tag) in SIZES {
+            if args
+                .sizes
+                .as_ref()
+                .is_some_and(|s| !s.iter().any(|t| t == tag))
+            {
+                continue;
+            }
             let n = args.iters(size);
             let (fp50, fp99) = micros(floor_seq(&server, size, n));
             let (p50, p99) = micros(ours_seq(&server, size, n));

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{at, bounded, never, select, Sender};
+use crossbeam_channel::{at, bounded, never, select, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Map, Value};
 
@@ -70,6 +70,14 @@ enum CallEvent {
     /// Restart the timeout (an elicitation started or ended).
     Rearm,
     Failed(McpError),
+}
+
+/// What woke a waiting caller.
+enum Woke {
+    /// An event from the reply channel; `None` when it disconnected.
+    Event(Option<CallEvent>),
+    Cancel,
+    Timer,
 }
 
 struct Pending {
@@ -466,14 +474,32 @@ impl Peer {
             }
         };
         loop {
-            let timer = if self.elicitations.load(Ordering::Acquire) > 0 {
-                never()
+            let suspended = self.elicitations.load(Ordering::Acquire) > 0;
+            let woke = if opts.cancel.is_none() {
+                // The common case waits on the reply channel alone: a
+                // `select!` would also have to unregister from it after
+                // every wake-up, contending with the reader that is still
+                // holding the channel's waker lock while it wakes us.
+                if suspended {
+                    Woke::Event(rx.recv().ok())
+                } else {
+                    match rx.recv_deadline(deadline) {
+                        Ok(ev) => Woke::Event(Some(ev)),
+                        Err(RecvTimeoutError::Timeout) => Woke::Timer,
+                        Err(RecvTimeoutError::Disconnected) => Woke::Event(None),
+                    }
+                }
             } else {
-                at(deadline)
+                let timer = if suspended { never() } else { at(deadline) };
+                select! {
+                    recv(rx) -> ev => Woke::Event(ev.ok()),
+                    recv(cancel_rx) -> _ => Woke::Cancel,
+                    recv(timer) -> _ => Woke::Timer,
+                }
             };
-            select! {
-                recv(rx) -> ev => match ev {
-                    Ok(CallEvent::Progress(p)) => {
+            match woke {
+                Woke::Event(ev) => match ev {
+                    Some(CallEvent::Progress(p)) => {
                         if let Some(cb) = &opts.on_progress {
                             cb(&p);
                         }
@@ -481,19 +507,23 @@ impl Peer {
                             deadline = Instant::now() + timeout;
                         }
                     }
-                    Ok(CallEvent::Rearm) => deadline = Instant::now() + timeout,
-                    Ok(ev) => {
+                    Some(CallEvent::Rearm) => deadline = Instant::now() + timeout,
+                    Some(ev) => {
                         if let Some(r) = outcome(ev, &mut guard) {
                             return r;
                         }
                     }
-                    Err(_) => {
+                    None => {
                         guard.armed = false;
                         return Err(self.disconnected(method));
                     }
                 },
-                recv(cancel_rx) -> _ => {
-                    let reason = opts.cancel.as_ref().and_then(CancelToken::reason).unwrap_or_default();
+                Woke::Cancel => {
+                    let reason = opts
+                        .cancel
+                        .as_ref()
+                        .and_then(CancelToken::reason)
+                        .unwrap_or_default();
                     if guard.fire(&reason) {
                         return Err(McpError::Cancelled {
                             server: self.name.clone(),
@@ -508,8 +538,8 @@ impl Peer {
                         }
                     }
                     return Err(self.disconnected(method));
-                },
-                recv(timer) -> _ => {
+                }
+                Woke::Timer => {
                     if self.elicitations.load(Ordering::Acquire) > 0 {
                         continue;
                     }
@@ -526,7 +556,7 @@ impl Peer {
                         }
                     }
                     return Err(self.disconnected(method));
-                },
+                }
             }
         }
     }

@@ -106,27 +106,30 @@ impl Server {
     }
 
     fn echo_line(&self, id: &Value, args: &Value) -> Vec<u8> {
-        let text: &str = match args.get("text").and_then(Value::as_str) {
-            Some(t) => t,
-            None => {
-                let size = args.get("size").and_then(Value::as_u64).unwrap_or(16) as usize;
-                if size > filler().len() {
-                    // Larger than the prepared filler: built on demand.
-                    let big = "x".repeat(size);
-                    return self.echo_text(id, &big);
-                }
-                &filler()[..size]
-            }
-        };
-        self.echo_text(id, text)
+        if let Some(t) = args.get("text").and_then(Value::as_str) {
+            return self.echo_text(id, t, true);
+        }
+        let size = args.get("size").and_then(Value::as_u64).unwrap_or(16) as usize;
+        if size > filler().len() {
+            // Larger than the prepared filler: built on demand.
+            return self.echo_text(id, &"x".repeat(size), false);
+        }
+        // The filler needs no escaping: copied as it is.
+        self.echo_text(id, &filler()[..size], false)
     }
 
-    fn echo_text(&self, id: &Value, text: &str) -> Vec<u8> {
+    fn echo_text(&self, id: &Value, text: &str, escape: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len() + 128);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut out, id).unwrap();
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-        push_json_string(&mut out, text);
+        if escape {
+            push_json_string(&mut out, text);
+        } else {
+            out.push(b'"');
+            out.extend_from_slice(text.as_bytes());
+            out.push(b'"');
+        }
         out.extend_from_slice(b"}],\"isError\":false}}\n");
         out
     }
