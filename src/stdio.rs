@@ -167,7 +167,7 @@ fn read_line_limited<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> io
                 Line::Complete
             });
         }
-        match available.iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', available) {
             Some(pos) => {
                 if buf.len() + pos > max {
                     return Ok(Line::TooLong);
@@ -210,7 +210,7 @@ fn read_stderr_line<R: BufRead>(
                 Some(truncated)
             });
         }
-        let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
+        let (chunk, consumed, done) = match memchr::memchr(b'\n', available) {
             Some(pos) => (&available[..pos], pos + 1, true),
             None => (available, available.len(), false),
         };
