@@ -28,7 +28,7 @@ use crate::jsonrpc::{self, codes, FrameError, Incoming, RequestId, RpcError};
 use crate::limits::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::log::{LogLevel, LogTag, McpLogLine};
 use crate::notification::McpNotification;
-use crate::result::{excerpt, extract_call_result, McpCallResult};
+use crate::result::{excerpt, extract_call_result_owned, McpCallResult};
 use crate::task::drive_task;
 use crate::tool::McpTool;
 
@@ -386,7 +386,8 @@ impl Peer {
         params: Option<Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
-        if method != "initialize" && method != "ping" {
+        // Checked without cloning the handshake's result on every request.
+        if method != "initialize" && method != "ping" && self.init.read().is_none() {
             self.initialize()?;
         }
         self.request_raw(method, params, opts)
@@ -443,8 +444,7 @@ impl Peer {
             armed: true,
         };
         let start = Instant::now();
-        let msg = jsonrpc::request_value(&RequestId::Number(id), method, params.as_ref());
-        drop(params);
+        let msg = jsonrpc::request_value_owned(&RequestId::Number(id), method, params);
         if let Err(f) = self.out.send(&msg, start + timeout) {
             guard.armed = false;
             self.pending.lock().remove(&id);
@@ -694,13 +694,6 @@ impl Peer {
         self.tools.read().clone()
     }
 
-    fn cached_tool(&self, name: &str) -> Option<McpTool> {
-        self.tools
-            .read()
-            .as_ref()
-            .and_then(|t| t.iter().find(|t| t.name == name).cloned())
-    }
-
     /// Re-lists the tools on a thread of its own (after
     /// `notifications/tools/list_changed`); one refresh at a time, and a
     /// notification that arrives during a refresh triggers one more.
@@ -786,8 +779,12 @@ impl Peer {
                 })
             }
         };
-        let tool = self.cached_tool(name);
-        let support = tool.as_ref().map(|t| t.task_support).unwrap_or_default();
+        // The cached list is shared, not copied: the tool is looked up in it.
+        let tools = self.cached_tools();
+        let tool = tools
+            .as_deref()
+            .and_then(|t| t.iter().find(|t| t.name == name));
+        let support = tool.map(|t| t.task_support).unwrap_or_default();
         let mut params = json!({"name": name, "arguments": arguments});
         if support.wants_task() {
             params["task"] = match opts.task_ttl {
@@ -796,14 +793,14 @@ impl Peer {
             };
         }
         let result = self.request("tools/call", Some(params), opts)?;
-        let result = match extract_call_result(&self.name, name, &result)? {
+        let result = match extract_call_result_owned(&self.name, name, result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
                 drive_task(&req, &self.name, name, task, opts)?
             }
             other => other,
         };
-        self.check_output_schema(tool.as_ref(), name, &result)?;
+        self.check_output_schema(tool, name, &result)?;
         Ok(result)
     }
 
