@@ -61,6 +61,11 @@ pub(crate) trait Outbound: Send + Sync {
     fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure>;
     /// Queues `msg` only if that does not wait (used from `Drop`).
     fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure>;
+    /// [`Outbound::send`] for a request that is the only one in flight: a
+    /// transport may then write it at once instead of batching it.
+    fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        self.send(msg, deadline)
+    }
 }
 
 /// What a waiting caller can be told.
@@ -416,7 +421,7 @@ impl Peer {
             }
         }
         let (tx, rx) = bounded(CALL_EVENT_CAPACITY);
-        {
+        let alone = {
             let mut p = self.pending.lock();
             if self.dead.load(Ordering::Acquire) {
                 drop(p);
@@ -436,7 +441,8 @@ impl Peer {
                     tx,
                 },
             );
-        }
+            p.len() == 1
+        };
         let mut guard = PendingGuard {
             peer: self,
             id,
@@ -445,7 +451,12 @@ impl Peer {
         };
         let start = Instant::now();
         let msg = jsonrpc::request_value_owned(&RequestId::Number(id), method, params);
-        if let Err(f) = self.out.send(&msg, start + timeout) {
+        let sent = if alone {
+            self.out.send_alone(&msg, start + timeout)
+        } else {
+            self.out.send(&msg, start + timeout)
+        };
+        if let Err(f) = sent {
             guard.armed = false;
             self.pending.lock().remove(&id);
             return Err(self.send_failure(method, f));
