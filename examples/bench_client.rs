@@ -628,16 +628,15 @@ fn main() {
 
     if args.wants("cold") {
         let n = if args.quick { 10 } else { 30 };
-        let floor: Vec<_> = (0..n).map(|_| floor_cold(&server)).collect();
-        let ours: Vec<_> = (0..n)
-            .map(|i| {
-                let t = Instant::now();
-                let s = connect(&server, &format!("cold{i}"));
-                let d = t.elapsed();
-                drop(s);
-                d
-            })
-            .collect();
+        // Interleaved, so that both see the same machine load.
+        let (mut floor, mut ours) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            floor.push(floor_cold(&server));
+            let t = Instant::now();
+            let s = connect(&server, &format!("cold{i}"));
+            ours.push(t.elapsed());
+            drop(s);
+        }
         t.add(
             "cold_ms",
             "cold start: spawn→initialize→tools/list (p50)",
