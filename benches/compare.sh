@@ -7,6 +7,7 @@
 #   QUICK=1 bash benches/compare.sh    # fewer iterations (smoke test)
 #   SKIP_PYTHON=1 ...                  # without the Python SDK client
 #   OUT_MD=path.md ...                 # also write the markdown report there
+#   ROUNDS=5 ...                       # rounds of the rotation (default 3)
 #
 # Builds first, measures afterwards: nothing compiles while a figure is taken.
 set -euo pipefail
@@ -26,38 +27,50 @@ SERVER=$ROOT/benches/echo-server/target/release/echo-server
 RAW=$(mktemp -d)
 trap 'rm -rf "$RAW"' EXIT
 
+# The machine is shared: the clients run in rotation, ROUNDS times, and each
+# cell of the table is the median over the rounds.
+ROUNDS_SET=${ROUNDS:+1}
+ROUNDS=${ROUNDS:-3}
+[[ -n "${QUICK:-}" ]] && ROUNDS=1
+PY_OK=
+[[ -z "${SKIP_PYTHON:-}" ]] && python3 -c 'import mcp' 2>/dev/null && PY_OK=1
 uptime > "$RAW/uptime-before"
-echo "== skald-mcp + raw floor" >&2
-target/release/examples/bench_client --server "$SERVER" "${ARGS[@]}" > "$RAW/ours.txt"
-echo "== rmcp (native tokio)" >&2
-benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native "${ARGS[@]}" > "$RAW/rmcp.txt"
-echo "== rmcp (block_on from plain threads)" >&2
-benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon "${ARGS[@]}" > "$RAW/blockon.txt"
-if [[ -z "${SKIP_PYTHON:-}" ]] && python3 -c 'import mcp' 2>/dev/null; then
-  echo "== Python SDK (mcp $(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))'))" >&2
-  python3 benches/peers/python_client.py --server "$SERVER" "${ARGS[@]}" > "$RAW/python.txt"
-else
-  : > "$RAW/python.txt"
-fi
-echo "== store_bench ($STORE_EVENTS events)" >&2
-target/release/examples/store_bench "$STORE_EVENTS" > "$RAW/store.txt"
+for r in $(seq 1 "$ROUNDS"); do
+  echo "== round $r/$ROUNDS: skald-mcp + raw floor" >&2
+  target/release/examples/bench_client --server "$SERVER" "${ARGS[@]}" >> "$RAW/ours.txt"
+  echo "== round $r/$ROUNDS: rmcp (native tokio)" >&2
+  benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native "${ARGS[@]}" >> "$RAW/rmcp.txt"
+  echo "== round $r/$ROUNDS: rmcp (block_on from plain threads)" >&2
+  benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon "${ARGS[@]}" >> "$RAW/blockon.txt"
+  if [[ -n "$PY_OK" ]]; then
+    echo "== round $r/$ROUNDS: Python SDK (mcp $(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))'))" >&2
+    python3 benches/peers/python_client.py --server "$SERVER" "${ARGS[@]}" >> "$RAW/python.txt"
+  else
+    : >> "$RAW/python.txt"
+  fi
+  echo "== round $r/$ROUNDS: store_bench ($STORE_EVENTS events)" >&2
+  target/release/examples/store_bench "$STORE_EVENTS" >> "$RAW/store.txt"
+  uptime >> "$RAW/uptime-rounds"
+done
 uptime > "$RAW/uptime-after"
 
-CMD="${QUICK:+QUICK=1 }bash benches/compare.sh"
-python3 - "$RAW" "$CMD" "${OUT_MD:-}" <<'PY'
-import os, re, subprocess, sys
-raw, cmd, out_md = sys.argv[1], sys.argv[2], sys.argv[3]
-vals = {}
+CMD="${QUICK:+QUICK=1 }${ROUNDS_SET:+ROUNDS=$ROUNDS }bash benches/compare.sh"
+python3 - "$RAW" "$CMD" "${OUT_MD:-}" "$ROUNDS" <<'PY'
+import os, re, statistics, subprocess, sys
+raw, cmd, out_md, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+samples = {}
 for f in ("ours", "rmcp", "blockon", "python"):
     for line in open(os.path.join(raw, f + ".txt")):
         if line.startswith("@"):
             who, key, v = line[1:].split()
-            vals.setdefault(who, {})[key] = float(v)
-store = []
+            samples.setdefault(who, {}).setdefault(key, []).append(float(v))
+vals = {w: {k: statistics.median(v) for k, v in d.items()} for w, d in samples.items()}
+store_s = {}
 for line in open(os.path.join(raw, "store.txt")):
     m = re.match(r"(.+?)\s{2,}\s*(\d+) in\s+([\d.]+) ms =\s+(\d+) /s", line)
     if m:
-        store.append((m.group(1).strip(), float(m.group(4))))
+        store_s.setdefault(m.group(1).strip(), []).append(float(m.group(4)))
+store = [(n, statistics.median(v)) for n, v in store_s.items()]
 
 ROWS = [
     ("cold_ms", "cold start: spawn → initialize → tools/list, p50", "ms", True),
@@ -107,6 +120,7 @@ rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).s
 P(f"Machine: {nproc} cores, {cpu}; {rustc}")
 P(f"Load before: `{open(os.path.join(raw, 'uptime-before')).read().strip()}`")
 P(f"Load after:  `{open(os.path.join(raw, 'uptime-after')).read().strip()}`")
+P(f"Rounds: {rounds} (each cell is the median over the rounds; the clients run in rotation)")
 P(f"Command: `{cmd}`")
 P("")
 P("| scenario | unit | " + " | ".join(c[1] for c in CLIENTS) + " | ours/rmcp | ours/block_on | ours/floor |")
