@@ -709,8 +709,10 @@ fn writer_loop(stdin: Arc<StdinShared>, rx: Receiver<WriterMsg>, peer: Weak<Peer
 }
 
 fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
-    // The child closes stdout a moment before it is reaped; look briefly.
+    // The child closes stdout a moment before it is reaped; look briefly,
+    // often at first (it is usually a matter of microseconds).
     let deadline = Instant::now() + Duration::from_millis(50);
+    let mut pause = Duration::from_micros(50);
     loop {
         {
             let mut g = child.lock();
@@ -723,7 +725,8 @@ fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
         if Instant::now() >= deadline {
             return None;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(2));
     }
 }
 
