@@ -25,32 +25,34 @@ cargo build --release --quiet --manifest-path benches/peers/Cargo.toml
 
 SERVER=$ROOT/benches/echo-server/target/release/echo-server
 RAW=$(mktemp -d)
-trap 'rm -rf "$RAW"' EXIT
+[[ -n "${KEEP_RAW:-}" ]] && echo "raw output kept in $RAW" >&2 || trap 'rm -rf "$RAW"' EXIT
 
-# The machine is shared: the clients run in rotation, ROUNDS times, and each
-# cell of the table is the median over the rounds.
+# The machine is shared and its load moves: every scenario is run by every
+# client in rotation, ROUNDS times, before the next scenario starts, so a
+# burst of load hits all clients alike; each cell is the median of the rounds.
 ROUNDS_SET=${ROUNDS:+1}
 ROUNDS=${ROUNDS:-3}
 [[ -n "${QUICK:-}" ]] && ROUNDS=1
 PY_OK=
 [[ -z "${SKIP_PYTHON:-}" ]] && python3 -c 'import mcp' 2>/dev/null && PY_OK=1
+[[ -n "$PY_OK" ]] && echo "== Python SDK: mcp $(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))')" >&2
+: > "$RAW/python.txt"
 uptime > "$RAW/uptime-before"
-for r in $(seq 1 "$ROUNDS"); do
-  echo "== round $r/$ROUNDS: skald-mcp + raw floor" >&2
-  target/release/examples/bench_client --server "$SERVER" "${ARGS[@]}" >> "$RAW/ours.txt"
-  echo "== round $r/$ROUNDS: rmcp (native tokio)" >&2
-  benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native "${ARGS[@]}" >> "$RAW/rmcp.txt"
-  echo "== round $r/$ROUNDS: rmcp (block_on from plain threads)" >&2
-  benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon "${ARGS[@]}" >> "$RAW/blockon.txt"
-  if [[ -n "$PY_OK" ]]; then
-    echo "== round $r/$ROUNDS: Python SDK (mcp $(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))'))" >&2
-    python3 benches/peers/python_client.py --server "$SERVER" "${ARGS[@]}" >> "$RAW/python.txt"
-  else
-    : >> "$RAW/python.txt"
-  fi
-  echo "== round $r/$ROUNDS: store_bench ($STORE_EVENTS events)" >&2
-  target/release/examples/store_bench "$STORE_EVENTS" >> "$RAW/store.txt"
+for scenario in cold seq tput start50 rss100 kill http; do
+  for r in $(seq 1 "$ROUNDS"); do
+    echo "== $scenario, round $r/$ROUNDS" >&2
+    target/release/examples/bench_client --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/ours.txt"
+    benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt"
+    benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt"
+    if [[ -n "$PY_OK" ]]; then
+      python3 benches/peers/python_client.py --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/python.txt"
+    fi
+  done
   uptime >> "$RAW/uptime-rounds"
+done
+for r in $(seq 1 "$ROUNDS"); do
+  echo "== store_bench ($STORE_EVENTS events), round $r/$ROUNDS" >&2
+  target/release/examples/store_bench "$STORE_EVENTS" >> "$RAW/store.txt"
 done
 uptime > "$RAW/uptime-after"
 
@@ -120,7 +122,7 @@ rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).s
 P(f"Machine: {nproc} cores, {cpu}; {rustc}")
 P(f"Load before: `{open(os.path.join(raw, 'uptime-before')).read().strip()}`")
 P(f"Load after:  `{open(os.path.join(raw, 'uptime-after')).read().strip()}`")
-P(f"Rounds: {rounds} (each cell is the median over the rounds; the clients run in rotation)")
+P(f"Rounds: {rounds} (each scenario is run by every client in rotation, {rounds} times; each cell is the median)")
 P(f"Command: `{cmd}`")
 P("")
 P("| scenario | unit | " + " | ".join(c[1] for c in CLIENTS) + " | ours/rmcp | ours/block_on | ours/floor |")
