@@ -250,12 +250,17 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> V
 
 /// A request as a JSON value.
 pub fn request_value(id: &RequestId, method: &str, params: Option<&Value>) -> Value {
+    request_value_owned(id, method, params.cloned())
+}
+
+/// [`request_value`] taking the params by value (no copy of the arguments).
+pub(crate) fn request_value_owned(id: &RequestId, method: &str, params: Option<Value>) -> Value {
     let mut m = Map::with_capacity(4);
     m.insert("jsonrpc".into(), Value::from("2.0"));
     m.insert("id".into(), id.to_value());
     m.insert("method".into(), Value::from(method));
     if let Some(p) = params {
-        m.insert("params".into(), p.clone());
+        m.insert("params".into(), p);
     }
     Value::Object(m)
 }

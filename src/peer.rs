@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{at, bounded, never, select, Sender};
+use crossbeam_channel::{at, bounded, never, select, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Map, Value};
 
@@ -28,7 +28,7 @@ use crate::jsonrpc::{self, codes, FrameError, Incoming, RequestId, RpcError};
 use crate::limits::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::log::{LogLevel, LogTag, McpLogLine};
 use crate::notification::McpNotification;
-use crate::result::{excerpt, extract_call_result, McpCallResult};
+use crate::result::{excerpt, extract_call_result_owned, McpCallResult};
 use crate::task::drive_task;
 use crate::tool::McpTool;
 
@@ -61,6 +61,11 @@ pub(crate) trait Outbound: Send + Sync {
     fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure>;
     /// Queues `msg` only if that does not wait (used from `Drop`).
     fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure>;
+    /// [`Outbound::send`] for a request that is the only one in flight: a
+    /// transport may then write it at once instead of batching it.
+    fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        self.send(msg, deadline)
+    }
 }
 
 /// What a waiting caller can be told.
@@ -70,6 +75,14 @@ enum CallEvent {
     /// Restart the timeout (an elicitation started or ended).
     Rearm,
     Failed(McpError),
+}
+
+/// What woke a waiting caller.
+enum Woke {
+    /// An event from the reply channel; `None` when it disconnected.
+    Event(Option<CallEvent>),
+    Cancel,
+    Timer,
 }
 
 struct Pending {
@@ -378,7 +391,8 @@ impl Peer {
         params: Option<Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
-        if method != "initialize" && method != "ping" {
+        // Checked without cloning the handshake's result on every request.
+        if method != "initialize" && method != "ping" && self.init.read().is_none() {
             self.initialize()?;
         }
         self.request_raw(method, params, opts)
@@ -407,7 +421,7 @@ impl Peer {
             }
         }
         let (tx, rx) = bounded(CALL_EVENT_CAPACITY);
-        {
+        let alone = {
             let mut p = self.pending.lock();
             if self.dead.load(Ordering::Acquire) {
                 drop(p);
@@ -427,7 +441,8 @@ impl Peer {
                     tx,
                 },
             );
-        }
+            p.len() == 1
+        };
         let mut guard = PendingGuard {
             peer: self,
             id,
@@ -435,9 +450,13 @@ impl Peer {
             armed: true,
         };
         let start = Instant::now();
-        let msg = jsonrpc::request_value(&RequestId::Number(id), method, params.as_ref());
-        drop(params);
-        if let Err(f) = self.out.send(&msg, start + timeout) {
+        let msg = jsonrpc::request_value_owned(&RequestId::Number(id), method, params);
+        let sent = if alone {
+            self.out.send_alone(&msg, start + timeout)
+        } else {
+            self.out.send(&msg, start + timeout)
+        };
+        if let Err(f) = sent {
             guard.armed = false;
             self.pending.lock().remove(&id);
             return Err(self.send_failure(method, f));
@@ -466,14 +485,32 @@ impl Peer {
             }
         };
         loop {
-            let timer = if self.elicitations.load(Ordering::Acquire) > 0 {
-                never()
+            let suspended = self.elicitations.load(Ordering::Acquire) > 0;
+            let woke = if opts.cancel.is_none() {
+                // The common case waits on the reply channel alone: a
+                // `select!` would also have to unregister from it after
+                // every wake-up, contending with the reader that is still
+                // holding the channel's waker lock while it wakes us.
+                if suspended {
+                    Woke::Event(rx.recv().ok())
+                } else {
+                    match rx.recv_deadline(deadline) {
+                        Ok(ev) => Woke::Event(Some(ev)),
+                        Err(RecvTimeoutError::Timeout) => Woke::Timer,
+                        Err(RecvTimeoutError::Disconnected) => Woke::Event(None),
+                    }
+                }
             } else {
-                at(deadline)
+                let timer = if suspended { never() } else { at(deadline) };
+                select! {
+                    recv(rx) -> ev => Woke::Event(ev.ok()),
+                    recv(cancel_rx) -> _ => Woke::Cancel,
+                    recv(timer) -> _ => Woke::Timer,
+                }
             };
-            select! {
-                recv(rx) -> ev => match ev {
-                    Ok(CallEvent::Progress(p)) => {
+            match woke {
+                Woke::Event(ev) => match ev {
+                    Some(CallEvent::Progress(p)) => {
                         if let Some(cb) = &opts.on_progress {
                             cb(&p);
                         }
@@ -481,19 +518,23 @@ impl Peer {
                             deadline = Instant::now() + timeout;
                         }
                     }
-                    Ok(CallEvent::Rearm) => deadline = Instant::now() + timeout,
-                    Ok(ev) => {
+                    Some(CallEvent::Rearm) => deadline = Instant::now() + timeout,
+                    Some(ev) => {
                         if let Some(r) = outcome(ev, &mut guard) {
                             return r;
                         }
                     }
-                    Err(_) => {
+                    None => {
                         guard.armed = false;
                         return Err(self.disconnected(method));
                     }
                 },
-                recv(cancel_rx) -> _ => {
-                    let reason = opts.cancel.as_ref().and_then(CancelToken::reason).unwrap_or_default();
+                Woke::Cancel => {
+                    let reason = opts
+                        .cancel
+                        .as_ref()
+                        .and_then(CancelToken::reason)
+                        .unwrap_or_default();
                     if guard.fire(&reason) {
                         return Err(McpError::Cancelled {
                             server: self.name.clone(),
@@ -508,8 +549,8 @@ impl Peer {
                         }
                     }
                     return Err(self.disconnected(method));
-                },
-                recv(timer) -> _ => {
+                }
+                Woke::Timer => {
                     if self.elicitations.load(Ordering::Acquire) > 0 {
                         continue;
                     }
@@ -526,7 +567,7 @@ impl Peer {
                         }
                     }
                     return Err(self.disconnected(method));
-                },
+                }
             }
         }
     }
@@ -664,13 +705,6 @@ impl Peer {
         self.tools.read().clone()
     }
 
-    fn cached_tool(&self, name: &str) -> Option<McpTool> {
-        self.tools
-            .read()
-            .as_ref()
-            .and_then(|t| t.iter().find(|t| t.name == name).cloned())
-    }
-
     /// Re-lists the tools on a thread of its own (after
     /// `notifications/tools/list_changed`); one refresh at a time, and a
     /// notification that arrives during a refresh triggers one more.
@@ -756,8 +790,12 @@ impl Peer {
                 })
             }
         };
-        let tool = self.cached_tool(name);
-        let support = tool.as_ref().map(|t| t.task_support).unwrap_or_default();
+        // The cached list is shared, not copied: the tool is looked up in it.
+        let tools = self.cached_tools();
+        let tool = tools
+            .as_deref()
+            .and_then(|t| t.iter().find(|t| t.name == name));
+        let support = tool.map(|t| t.task_support).unwrap_or_default();
         let mut params = json!({"name": name, "arguments": arguments});
         if support.wants_task() {
             params["task"] = match opts.task_ttl {
@@ -766,7 +804,7 @@ impl Peer {
             };
         }
         let result = self.request("tools/call", Some(params), opts)?;
-        let result = match extract_call_result(&self.name, name, &result)? {
+        let result = match extract_call_result_owned(&self.name, name, result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
                 let can_provide_input =
@@ -775,7 +813,7 @@ impl Peer {
             }
             other => other,
         };
-        self.check_output_schema(tool.as_ref(), name, &result)?;
+        self.check_output_schema(tool, name, &result)?;
         Ok(result)
     }
 

@@ -283,6 +283,33 @@ pub fn extract_call_result(
     })
 }
 
+/// [`extract_call_result`] on an owned result: the common plain answer —
+/// one text block, no task, no `structuredContent`, not an error — moves its
+/// text out instead of copying it; anything else takes the general path.
+pub(crate) fn extract_call_result_owned(
+    server: &str,
+    tool: &str,
+    mut result: Value,
+) -> Result<McpCallResult, McpError> {
+    if let Some(obj) = result.as_object_mut() {
+        let plain = !obj.contains_key("task")
+            && obj.get("structuredContent").is_none_or(Value::is_null)
+            && obj.get("isError").and_then(Value::as_bool) != Some(true);
+        if plain {
+            if let Some(Value::Array(items)) = obj.get_mut("content") {
+                if let [item] = items.as_mut_slice() {
+                    if item.get("type").and_then(Value::as_str) == Some("text") {
+                        if let Some(Value::String(text)) = item.get_mut("text") {
+                            return Ok(McpCallResult::Text(std::mem::take(text)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    extract_call_result(server, tool, &result)
+}
+
 /// At most 200 characters of a JSON value, for error messages.
 pub(crate) fn excerpt(v: &Value) -> String {
     let s = v.to_string();
@@ -304,6 +331,29 @@ mod tests {
 
     fn ex(v: Value) -> Result<McpCallResult, McpError> {
         extract_call_result("s", "t", &v)
+    }
+
+    #[test]
+    fn owned_extraction_matches_borrowed() {
+        let cases = [
+            json!({"content":[{"type":"text","text":"plain"}]}),
+            json!({"content":[{"type":"text","text":"plain"}],"isError":false}),
+            json!({"content":[{"type":"text","text":"oops"}],"isError":true}),
+            json!({"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}),
+            json!({"content":[{"type":"text","text":"s"}],"structuredContent":{"n":1}}),
+            json!({"content":[{"type":"text","text":"s"}],"structuredContent":null}),
+            json!({"content":[{"type":"text"}]}),
+            json!({"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}),
+            json!({"content":[{"type":"text","text":"t"}],"task":{"taskId":"1","status":"working"}}),
+            json!({"task":{"taskId":"1","status":"working"}}),
+            json!({"content":"nope"}),
+            json!([1]),
+        ];
+        for v in cases {
+            let owned = extract_call_result_owned("s", "t", v.clone());
+            let borrowed = extract_call_result("s", "t", &v);
+            assert_eq!(format!("{owned:?}"), format!("{borrowed:?}"), "for {v}");
+        }
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //! Each server gets exactly three named threads:
 //!
 //! * `mcp-<name>-in` writes queued messages to the child's stdin. Callers
-//!   only ever push onto a bounded channel, so no caller blocks on a full
-//!   pipe; when the queue itself is full they wait up to their timeout and
-//!   then get [`McpError::Backpressure`].
+//!   push onto a bounded channel, so no caller blocks on a full pipe; when
+//!   the queue itself is full they wait up to their timeout and then get
+//!   [`McpError::Backpressure`]. A request that is the only one in flight,
+//!   with nothing queued, is written by its caller directly with one
+//!   non-blocking write (what the pipe does not take goes to this thread),
+//!   which saves a thread hand-off per sequential call.
 //! * `mcp-<name>-out` reads stdout line by line (bounded by
 //!   [`ClientOptions::max_message_size`]) and routes every message.
 //! * `mcp-<name>-err` drains stderr into `log::debug!` (target `mcp_client`)
@@ -17,7 +20,7 @@
 //! group (grandchildren of `npx`/`uvx`-style wrappers included) and reap the
 //! child: no zombies, no orphans.
 
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,35 +48,180 @@ const THREAD_JOIN_BOUND: Duration = Duration::from_secs(2);
 
 enum WriterMsg {
     Line(Vec<u8>),
+    /// Wakes the writer for a backlog left by a caller's partial write.
+    Kick,
     Close,
+}
+
+/// The child's stdin, shared by the writer thread and the callers.
+///
+/// The pipe is non-blocking. A caller whose request is the only one in
+/// flight writes it itself when nothing is waiting for the writer thread
+/// (`queued == 0`), saving the hand-off to another thread; a write that would block, or fails, leaves
+/// the rest in `backlog` for the writer thread, which waits for the pipe
+/// and reports errors as before. Otherwise the message goes through the
+/// bounded queue, so no caller ever blocks on a full pipe, and messages
+/// keep their order: nothing is written directly while anything queued or
+/// backlogged is unwritten.
+struct StdinShared {
+    state: Mutex<StdinState>,
+    /// The write end's descriptor, used by the writer thread outside the
+    /// lock (only the writer thread closes it).
+    fd: std::os::fd::RawFd,
+}
+
+struct StdinState {
+    /// `None` once the writer thread stopped (closed or failed).
+    stdin: Option<ChildStdin>,
+    /// Messages handed to the writer thread (the backlog counts as one)
+    /// that are not fully written yet.
+    queued: usize,
+    /// The unwritten rest of a caller's direct write.
+    backlog: Option<Vec<u8>>,
+}
+
+/// What a direct write achieved.
+enum Direct {
+    /// Written whole.
+    Done,
+    /// The rest went to the backlog; the writer thread must be woken.
+    Backlogged,
+    /// Not attempted: the message must be queued (one reservation taken).
+    Queue,
+}
+
+impl StdinShared {
+    fn new(stdin: ChildStdin) -> io::Result<StdinShared> {
+        use std::os::fd::AsRawFd;
+        let fd = stdin.as_raw_fd();
+        // SAFETY: fcntl on a descriptor we own; O_NONBLOCK applies to our
+        // write end only (the child has its own open file description).
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(StdinShared {
+            state: Mutex::new(StdinState {
+                stdin: Some(stdin),
+                queued: 0,
+                backlog: None,
+            }),
+            fd,
+        })
+    }
+
+    /// Writes `line` at once if nothing is queued ahead of it; otherwise
+    /// takes a reservation for the queue.
+    fn write_direct(&self, line: &[u8]) -> Direct {
+        let mut st = self.state.lock();
+        if st.queued > 0 || st.backlog.is_some() {
+            st.queued += 1;
+            return Direct::Queue;
+        }
+        let Some(stdin) = st.stdin.as_ref() else {
+            // The writer stopped: the queue reports it.
+            st.queued += 1;
+            return Direct::Queue;
+        };
+        let mut w: &ChildStdin = stdin;
+        let mut done = 0;
+        while done < line.len() {
+            match w.write(&line[done..]) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // WouldBlock, or an error the writer thread will meet again
+                // and report.
+                Err(_) => break,
+            }
+        }
+        if done == line.len() {
+            return Direct::Done;
+        }
+        st.backlog = Some(line[done..].to_vec());
+        st.queued += 1;
+        Direct::Backlogged
+    }
+
+    /// Takes a reservation for a message about to be queued.
+    fn reserve(&self) {
+        self.state.lock().queued += 1;
+    }
+
+    /// Gives back a reservation whose message was never queued.
+    fn unreserve(&self) {
+        let mut st = self.state.lock();
+        st.queued = st.queued.saturating_sub(1);
+    }
 }
 
 struct StdioOutbound {
     tx: Sender<WriterMsg>,
+    stdin: Arc<StdinShared>,
+}
+
+impl StdioOutbound {
+    fn closed() -> SendFailure {
+        SendFailure::Closed("the stdin writer has stopped".into())
+    }
+}
+
+impl StdioOutbound {
+    fn queue(&self, line: Vec<u8>, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        match self.tx.send_timeout(WriterMsg::Line(line), timeout) {
+            Ok(()) => Ok(()),
+            Err(SendTimeoutError::Timeout(_)) => {
+                self.stdin.unreserve();
+                Err(SendFailure::Full)
+            }
+            Err(SendTimeoutError::Disconnected(_)) => {
+                self.stdin.unreserve();
+                Err(Self::closed())
+            }
+        }
+    }
 }
 
 impl Outbound for StdioOutbound {
     fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
         let line = jsonrpc::encode_value(msg);
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        match self.tx.send_timeout(WriterMsg::Line(line), timeout) {
-            Ok(()) => Ok(()),
-            Err(SendTimeoutError::Timeout(_)) => Err(SendFailure::Full),
-            Err(SendTimeoutError::Disconnected(_)) => {
-                Err(SendFailure::Closed("the stdin writer has stopped".into()))
+        self.stdin.reserve();
+        self.queue(line, deadline)
+    }
+
+    /// A lone request is written by the caller itself when the pipe takes
+    /// it whole (see [`StdinShared`]); with others in flight, the writer
+    /// thread batches them into fewer writes.
+    fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        let line = jsonrpc::encode_value(msg);
+        match self.stdin.write_direct(&line) {
+            Direct::Done => Ok(()),
+            Direct::Backlogged => {
+                // A full queue is being drained by the writer already.
+                let _ = self.tx.try_send(WriterMsg::Kick);
+                Ok(())
             }
+            Direct::Queue => self.queue(line, deadline),
         }
     }
 
     fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure> {
+        self.stdin.reserve();
         match self
             .tx
             .try_send(WriterMsg::Line(jsonrpc::encode_value(msg)))
         {
             Ok(()) => Ok(()),
-            Err(TrySendError::Full(_)) => Err(SendFailure::Full),
+            Err(TrySendError::Full(_)) => {
+                self.stdin.unreserve();
+                Err(SendFailure::Full)
+            }
             Err(TrySendError::Disconnected(_)) => {
-                Err(SendFailure::Closed("the stdin writer has stopped".into()))
+                self.stdin.unreserve();
+                Err(Self::closed())
             }
         }
     }
@@ -247,7 +395,7 @@ fn read_line_limited<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> io
                 Line::Complete
             });
         }
-        match available.iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', available) {
             Some(pos) => {
                 if buf.len() + pos > max {
                     return Ok(Line::TooLong);
@@ -290,7 +438,7 @@ fn read_stderr_line<R: BufRead>(
                 Some(truncated)
             });
         }
-        let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
+        let (chunk, consumed, done) = match memchr::memchr(b'\n', available) {
             Some(pos) => (&available[..pos], pos + 1, true),
             None => (available, available.len(), false),
         };
@@ -363,12 +511,27 @@ impl McpServer {
         let stderr = child.stderr.take().expect("stderr was piped");
         let child = Arc::new(Mutex::new(Some(child)));
 
+        let stdin = match StdinShared::new(stdin) {
+            Ok(s) => Arc::new(s),
+            Err(source) => {
+                signal_group(pid, libc::SIGKILL);
+                let _ = child.lock().take().map(|mut c| c.wait());
+                return Err(McpError::Spawn {
+                    server: name,
+                    command,
+                    source,
+                });
+            }
+        };
         let (wtx, wrx) = bounded(options.write_queue_capacity.max(1));
         let caps = client_capabilities(&options, true);
         let peer = Arc::new(Peer::new(
             name.clone(),
             options,
-            Box::new(StdioOutbound { tx: wtx.clone() }),
+            Box::new(StdioOutbound {
+                tx: wtx.clone(),
+                stdin: Arc::clone(&stdin),
+            }),
             caps,
         ));
         let closing = Arc::new(AtomicBool::new(false));
@@ -524,44 +687,112 @@ impl Drop for McpServer {
     }
 }
 
-fn writer_loop(stdin: ChildStdin, rx: Receiver<WriterMsg>, peer: Weak<Peer>) {
-    let mut w = BufWriter::with_capacity(64 * 1024, stdin);
+/// Writes all of `buf` to the non-blocking `fd`, waiting for room with
+/// `poll`.
+fn write_all_fd(fd: std::os::fd::RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `fd` is the pipe's write end, open until this thread
+        // closes it; `buf` is valid for `buf.len()` bytes.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            buf = &buf[n as usize..];
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => {
+                let mut pfd = libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd. POLLERR/POLLHUP also end the
+                // wait; the next write then reports the error.
+                unsafe { libc::poll(&mut pfd, 1, -1) };
+            }
+            _ => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn writer_loop(stdin: Arc<StdinShared>, rx: Receiver<WriterMsg>, peer: Weak<Peer>) {
+    let fd = stdin.fd;
+    let stop = |shared: &StdinShared| {
+        let mut st = shared.state.lock();
+        st.backlog = None;
+        // Dropping the ChildStdin closes the pipe: the child sees EOF.
+        drop(st.stdin.take());
+    };
     let fail = |e: io::Error| {
+        stop(&stdin);
         if let Some(p) = peer.upgrade() {
             p.fail_all(&format!("writing to the server's stdin failed: {e}"));
         }
     };
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     while let Ok(msg) = rx.recv() {
         let mut msg = msg;
+        let mut lines = 0usize;
+        let mut close = false;
+        // Coalesce whatever else is queued into the same write.
         loop {
             match msg {
                 WriterMsg::Line(bytes) => {
-                    if let Err(e) = w.write_all(&bytes) {
-                        fail(e);
-                        return;
+                    lines += 1;
+                    if buf.is_empty() {
+                        buf = bytes;
+                    } else {
+                        buf.extend_from_slice(&bytes);
                     }
                 }
+                WriterMsg::Kick => {}
                 WriterMsg::Close => {
-                    let _ = w.flush();
-                    return;
+                    close = true;
+                    break;
                 }
             }
-            // Coalesce whatever else is queued into the same write.
             match rx.try_recv() {
                 Ok(m) => msg = m,
                 Err(_) => break,
             }
         }
-        if let Err(e) = w.flush() {
+        // A caller's partial write goes first: it was written before
+        // anything now in the queue was reserved.
+        let backlog = stdin.state.lock().backlog.take();
+        if let Some(rest) = &backlog {
+            if let Err(e) = write_all_fd(fd, rest) {
+                fail(e);
+                return;
+            }
+        }
+        if let Err(e) = write_all_fd(fd, &buf) {
             fail(e);
             return;
         }
+        buf.clear();
+        if buf.capacity() > 1024 * 1024 {
+            buf = Vec::with_capacity(64 * 1024);
+        }
+        {
+            let mut st = stdin.state.lock();
+            st.queued = st
+                .queued
+                .saturating_sub(lines + usize::from(backlog.is_some()));
+        }
+        if close {
+            break;
+        }
     }
+    stop(&stdin);
 }
 
 fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
-    // The child closes stdout a moment before it is reaped; look briefly.
+    // The child closes stdout a moment before it is reaped; look briefly,
+    // often at first (it is usually a matter of microseconds).
     let deadline = Instant::now() + Duration::from_millis(50);
+    let mut pause = Duration::from_micros(50);
     loop {
         {
             let mut g = child.lock();
@@ -574,7 +805,8 @@ fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
         if Instant::now() >= deadline {
             return None;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(2));
     }
 }
 

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Builds every benchmark client (release), runs them one after another against
+# the same echo server, and prints one table: scenario x client, with the
+# ratios ours/rmcp and ours/floor, and the issue-10 targets met or missed.
+#
+#   bash benches/compare.sh            # full run (~3-4 min of measuring)
+#   QUICK=1 bash benches/compare.sh    # fewer iterations (smoke test)
+#   SKIP_PYTHON=1 ...                  # without the Python SDK client
+#   OUT_MD=path.md ...                 # also write the markdown report there
+#   ROUNDS=5 ...                       # rounds of the rotation (default 3)
+#
+# Builds first, measures afterwards: nothing compiles while a figure is taken.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+ARGS=()
+[[ -n "${QUICK:-}" ]] && ARGS+=(--quick)
+STORE_EVENTS=${STORE_EVENTS:-200000}
+[[ -n "${QUICK:-}" ]] && STORE_EVENTS=50000
+
+echo "== building (release)" >&2
+cargo build --release --quiet --manifest-path benches/echo-server/Cargo.toml
+cargo build --release --quiet --example bench_client --example store_bench
+cargo build --release --quiet --manifest-path benches/peers/Cargo.toml
+
+SERVER=$ROOT/benches/echo-server/target/release/echo-server
+RAW=$(mktemp -d)
+[[ -n "${KEEP_RAW:-}" ]] && echo "raw output kept in $RAW" >&2 || trap 'rm -rf "$RAW"' EXIT
+
+# The machine is shared and its load moves: every scenario is run by every
+# client in rotation, ROUNDS times, before the next scenario starts, so a
+# burst of load hits all clients alike; each cell is the median of the rounds.
+ROUNDS_SET=${ROUNDS:+1}
+ROUNDS=${ROUNDS:-3}
+[[ -n "${QUICK:-}" ]] && ROUNDS=1
+PY_OK=
+[[ -z "${SKIP_PYTHON:-}" ]] && python3 -c 'import mcp' 2>/dev/null && PY_OK=1
+[[ -n "$PY_OK" ]] && echo "== Python SDK: mcp $(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))')" >&2
+: > "$RAW/python.txt"
+uptime > "$RAW/uptime-before"
+for scenario in cold seq tput start50 rss100 kill http; do
+  for r in $(seq 1 "$ROUNDS"); do
+    echo "== $scenario, round $r/$ROUNDS" >&2
+    target/release/examples/bench_client --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/ours.txt"
+    benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt"
+    benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt"
+    if [[ -n "$PY_OK" ]]; then
+      python3 benches/peers/python_client.py --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/python.txt"
+    fi
+  done
+  uptime >> "$RAW/uptime-rounds"
+done
+for r in $(seq 1 "$ROUNDS"); do
+  echo "== store_bench ($STORE_EVENTS events), round $r/$ROUNDS" >&2
+  target/release/examples/store_bench "$STORE_EVENTS" >> "$RAW/store.txt"
+done
+uptime > "$RAW/uptime-after"
+
+CMD="${QUICK:+QUICK=1 }${ROUNDS_SET:+ROUNDS=$ROUNDS }bash benches/compare.sh"
+python3 - "$RAW" "$CMD" "${OUT_MD:-}" "$ROUNDS" <<'PY'
+import os, re, statistics, subprocess, sys
+raw, cmd, out_md, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+samples = {}
+for f in ("ours", "rmcp", "blockon", "python"):
+    for line in open(os.path.join(raw, f + ".txt")):
+        if line.startswith("@"):
+            who, key, v = line[1:].split()
+            samples.setdefault(who, {}).setdefault(key, []).append(float(v))
+vals = {w: {k: statistics.median(v) for k, v in d.items()} for w, d in samples.items()}
+store_s = {}
+for line in open(os.path.join(raw, "store.txt")):
+    m = re.match(r"(.+?)\s{2,}\s*(\d+) in\s+([\d.]+) ms =\s+(\d+) /s", line)
+    if m:
+        store_s.setdefault(m.group(1).strip(), []).append(float(m.group(4)))
+store = [(n, statistics.median(v)) for n, v in store_s.items()]
+
+ROWS = [
+    ("cold_ms", "cold start: spawn → initialize → tools/list, p50", "ms", True),
+    ("seq_128_p50_us", "sequential tools/call 128 B, p50", "µs", True),
+    ("seq_128_p99_us", "sequential tools/call 128 B, p99", "µs", True),
+    ("seq_64k_p50_us", "sequential tools/call 64 KiB, p50", "µs", True),
+    ("seq_64k_p99_us", "sequential tools/call 64 KiB, p99", "µs", True),
+    ("seq_1m_p50_us", "sequential tools/call 1 MiB, p50", "µs", True),
+    ("seq_1m_p99_us", "sequential tools/call 1 MiB, p99", "µs", True),
+    ("tput_1", "throughput, 1 in flight (128 B)", "calls/s", False),
+    ("tput_8", "throughput, 8 in flight", "calls/s", False),
+    ("tput_64", "throughput, 64 in flight", "calls/s", False),
+    ("start50_ms", "50 servers started in parallel", "ms", True),
+    ("rss100_mib", "100 servers: client peak RSS (VmHWM)", "MiB", True),
+    ("threads100", "100 servers: client threads", "threads", True),
+    ("threads_per_server", "100 servers: threads per server", "threads", True),
+    ("kill_ms", "SIGKILL → caller's error, p50", "ms", True),
+    ("kill_max_ms", "SIGKILL → caller's error, max", "ms", True),
+    ("http_p50_us", "HTTP tools/call 128 B, p50", "µs", True),
+    ("http_p99_us", "HTTP tools/call 128 B, p99", "µs", True),
+]
+CLIENTS = [("floor", "raw floor"), ("ours", "skald-mcp"), ("rmcp", "rmcp native"),
+           ("rmcp-blockon", "rmcp block_on"), ("python", "Python SDK")]
+
+def get(who, key):
+    return vals.get(who, {}).get(key)
+
+def fmt(v):
+    if v is None:
+        return "—"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+def ratio(a, b):
+    return "—" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+lines = []
+P = lines.append
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+P(f"Machine: {nproc} cores, {cpu}; {rustc}")
+P(f"Load before: `{open(os.path.join(raw, 'uptime-before')).read().strip()}`")
+P(f"Load after:  `{open(os.path.join(raw, 'uptime-after')).read().strip()}`")
+P(f"Rounds: {rounds} (each scenario is run by every client in rotation, {rounds} times; each cell is the median)")
+P(f"Command: `{cmd}`")
+P("")
+P("| scenario | unit | " + " | ".join(c[1] for c in CLIENTS) + " | ours/rmcp | ours/block_on | ours/floor |")
+P("|---|---|" + "---:|" * (len(CLIENTS) + 3))
+for key, label, unit, _lower in ROWS:
+    cells = [fmt(get(w, key)) for w, _ in CLIENTS]
+    o = get("ours", key)
+    P(f"| {label} | {unit} | " + " | ".join(cells) +
+      f" | {ratio(o, get('rmcp', key))} | {ratio(o, get('rmcp-blockon', key))} | {ratio(o, get('floor', key))} |")
+P("")
+P("Ratios are ours ÷ theirs: below 1 is better for times, above 1 is better for calls/s.")
+P("")
+P("Store (`examples/store_bench`):")
+P("")
+P("| scenario | events/s |")
+P("|---|---:|")
+for name, rate in store:
+    P(f"| {name} | {rate:,.0f} |")
+P("")
+
+# targets
+def t(ok):
+    return "met" if ok else "MISSED"
+o = lambda k: get("ours", k)
+T = []
+s, f, r = o("seq_128_p50_us"), get("floor", "seq_128_p50_us"), get("rmcp", "seq_128_p50_us")
+if None not in (s, f, r):
+    T.append((f"sequential stdio p50 (128 B) ≤ 1.25 × floor: {s:.1f} µs vs {1.25 * f:.1f} µs (floor {f:.1f})", s <= 1.25 * f))
+    T.append((f"sequential stdio p50 (128 B) < rmcp: {s:.1f} µs vs {r:.1f} µs", s < r))
+for k in (8, 64):
+    ok, rn, rb = o(f"tput_{k}"), get("rmcp", f"tput_{k}"), get("rmcp-blockon", f"tput_{k}")
+    if None not in (ok, rn, rb):
+        T.append((f"throughput {k} in flight ≥ rmcp native: {ok:,.0f} vs {rn:,.0f} calls/s", ok >= rn))
+        T.append((f"throughput {k} in flight ≥ 2 × rmcp block_on: {ok:,.0f} vs {2 * rb:,.0f} calls/s", ok >= 2 * rb))
+if o("rss100_mib") is not None:
+    T.append((f"100 stdio servers: client RSS ≤ 64 MiB: {o('rss100_mib'):.1f} MiB", o("rss100_mib") <= 64))
+    T.append((f"fixed thread count per server (3): {o('threads_per_server'):.2f}", abs(o("threads_per_server") - 3) < 1e-9))
+if o("kill_max_ms") is not None:
+    T.append((f"error after SIGKILL within 50 ms: max {o('kill_max_ms'):.2f} ms (p50 {o('kill_ms'):.2f})", o("kill_max_ms") <= 50))
+if store:
+    worst = min(r for _, r in store if True)
+    chan = [r for n, r in store if n.startswith("channel")]
+    T.append((f"store ≥ 100k events/s: {', '.join(f'{n} {r:,.0f}/s' for n, r in store if 'log' not in n)}", min(chan) >= 100_000 if chan else False))
+P("Targets:")
+P("")
+for text, ok in T:
+    P(f"- **{t(ok)}** — {text}")
+md = "\n".join(lines)
+print(md)
+if out_md:
+    open(out_md, "w").write(md + "\n")
+PY

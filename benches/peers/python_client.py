@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""The bench_client scenarios driven by the official MCP Python SDK client
+(``mcp`` 2.x: ``mcp.client.stdio.stdio_client`` + ``ClientSession``, asyncio).
+
+    python3 benches/peers/python_client.py --server PATH [--quick] [--only cold,seq,...]
+
+Prints ``@python <key> <value>`` lines with the keys of bench_client.
+Iteration counts are lower than the Rust clients' (a Python call costs
+~10x more); percentiles are still over hundreds of samples.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+SIZES = [(128, "128"), (64 * 1024, "64k"), (1024 * 1024, "1m")]
+IN_FLIGHT = [1, 8, 64]
+
+
+def report(key, value):
+    print(f"@python {key} {value:.3f}", flush=True)
+
+
+def pct(sorted_v, p):
+    return sorted_v[min(len(sorted_v) * p // 100, len(sorted_v) - 1)]
+
+
+def micros(v):
+    v = sorted(v)
+    return pct(v, 50) * 1e6, pct(v, 99) * 1e6
+
+
+def proc_status(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1])
+    return 0
+
+
+def children():
+    out = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                out.update(int(p) for p in f.read().split())
+        except OSError:
+            pass
+    return out
+
+
+@contextlib.asynccontextmanager
+async def connect(server):
+    params = StdioServerParameters(command=server, args=[])
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(params, errlog=devnull) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                await s.list_tools()
+                yield s
+
+
+async def call(s, size):
+    r = await s.call_tool("echo", {"size": size})
+    if r.is_error:
+        raise RuntimeError(r)
+    return r
+
+
+async def cold(server, n):
+    v = []
+    for _ in range(n):
+        t = time.perf_counter()
+        stack = contextlib.AsyncExitStack()
+        await stack.enter_async_context(connect(server))
+        v.append(time.perf_counter() - t)
+        await stack.aclose()
+    return sorted(v)[len(v) // 2] * 1e3
+
+
+async def seq(server, size, n):
+    async with connect(server) as s:
+        r = await call(s, size)
+        assert len(r.content[0].text) == size
+        for _ in range(n // 10 + 5):
+            await call(s, size)
+        v = []
+        for _ in range(n):
+            t = time.perf_counter()
+            await call(s, size)
+            v.append(time.perf_counter() - t)
+        return v
+
+
+async def tput(server, k, window):
+    async with connect(server) as s:
+        stop = False
+        count = 0
+
+        async def worker():
+            nonlocal count
+            while not stop:
+                await call(s, 128)
+                count += 1
+
+        tasks = [asyncio.create_task(worker()) for _ in range(k)]
+        await asyncio.sleep(0)
+        t = time.perf_counter()
+        c0 = count
+        await asyncio.sleep(window)
+        stop = True
+        done = count - c0
+        elapsed = time.perf_counter() - t
+        await asyncio.gather(*tasks)
+        return done / elapsed
+
+
+async def start50(server):
+    # Each session is entered and left in its own task (anyio cancel scopes
+    # must be exited by the task that entered them).
+    ready = 0
+    all_ready = asyncio.Event()
+    release = asyncio.Event()
+    end = 0.0
+
+    async def one():
+        nonlocal ready, end
+        async with connect(server):
+            ready += 1
+            if ready == 50:
+                end = time.perf_counter()
+                all_ready.set()
+            await release.wait()
+
+    t = time.perf_counter()
+    tasks = [asyncio.create_task(one()) for _ in range(50)]
+    await all_ready.wait()
+    release.set()
+    await asyncio.gather(*tasks)
+    return (end - t) * 1e3
+
+
+async def rss100(server):
+    threads_before = proc_status("Threads:")
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(100):
+            s = await stack.enter_async_context(connect(server))
+            await call(s, 128)
+        hwm = proc_status("VmHWM:") / 1024
+        threads = proc_status("Threads:")
+    return hwm, threads, (threads - threads_before) / 100
+
+
+async def kill_once(server):
+    before = children()
+    async with connect(server) as s:
+        pid = next(iter(children() - before))
+        task = asyncio.create_task(s.call_tool("echo", {"delay_ms": 10_000}))
+        await asyncio.sleep(0.02)
+        t = time.perf_counter()
+        os.kill(pid, signal.SIGKILL)
+        try:
+            r = await asyncio.wait_for(task, 10)
+            failed = r.is_error
+        except Exception:
+            failed = True
+        d = time.perf_counter() - t
+        assert failed, "the call must fail"
+        return d
+
+
+async def http(server, n):
+    p = subprocess.Popen([server, "--http", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = p.stdout.readline().strip().removeprefix("listening ")
+        async with streamable_http_client(url) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                await s.list_tools()
+                for _ in range(n // 10 + 5):
+                    await call(s, 128)
+                v = []
+                for _ in range(n):
+                    t = time.perf_counter()
+                    await call(s, 128)
+                    v.append(time.perf_counter() - t)
+                return v
+    finally:
+        p.kill()
+        p.wait()
+
+
+async def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default=None)
+    a = ap.parse_args()
+    only = a.only.split(",") if a.only else None
+    wants = lambda k: only is None or k in only  # noqa: E731
+    q = 5 if a.quick else 1
+    iters = {128: 1000 // q, 64 * 1024: 300 // q, 1024 * 1024: 60 // q}
+    window = 0.4 if a.quick else 1.5
+
+    if wants("cold"):
+        report("cold_ms", await cold(a.server, 5 if a.quick else 15))
+    if wants("seq"):
+        for size, tag in SIZES:
+            p50, p99 = micros(await seq(a.server, size, iters[size]))
+            report(f"seq_{tag}_p50_us", p50)
+            report(f"seq_{tag}_p99_us", p99)
+    if wants("tput"):
+        for k in IN_FLIGHT:
+            report(f"tput_{k}", await tput(a.server, k, window))
+    if wants("start50"):
+        report("start50_ms", await start50(a.server))
+    if wants("rss100"):
+        if only == ["rss100"]:
+            hwm, threads, per = await rss100(a.server)
+            report("rss100_mib", hwm)
+            report("threads100", threads)
+            report("threads_per_server", per)
+        else:
+            # In a fresh process, so earlier scenarios' peaks do not count.
+            out = subprocess.run([sys.executable, __file__, "--server", a.server, "--only", "rss100"],
+                                 capture_output=True, text=True, check=True).stdout
+            sys.stdout.write(out)
+    if wants("kill"):
+        v = [await kill_once(a.server) for _ in range(3 if a.quick else 10)]
+        report("kill_ms", sorted(v)[len(v) // 2] * 1e3)
+        report("kill_max_ms", max(v) * 1e3)
+    if wants("http"):
+        p50, p99 = micros(await http(a.server, 200 if a.quick else 1000))
+        report("http_p50_us", p50)
+        report("http_p99_us", p99)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.stdout.flush()

@@ -1,0 +1,799 @@
+//! skald-mcp's side of the performance comparison (issue 10).
+//!
+//! ```text
+//! cargo run --release --example bench_client -- --server benches/echo-server/target/release/echo-server
+//! ```
+//!
+//! Runs every scenario against the echo server in `benches/echo-server`, once
+//! through this library and once as a *raw floor*: the same request bytes
+//! written to the same server over a pipe (or a keep-alive TCP socket for
+//! HTTP) by a few lines of std code, with no client library, no JSON parsing
+//! and no threads. Each figure is printed with its ratio to the floor.
+//!
+//! Options: `--quick` (fewer iterations), `--only a,b` (scenario keys:
+//! cold, seq, tput, start50, rss100, kill, http), `--sizes 128,64k,1m`
+//! (payloads of the sequential scenario). Besides the table it prints
+//! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
+//! collects.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use skald_mcp::{ClientOptions, McpHttpServer, McpServer, McpServerClient, McpServerConfig};
+
+const SIZES: [(usize, &str); 3] = [(128, "128"), (64 * 1024, "64k"), (1024 * 1024, "1m")];
+const IN_FLIGHT: [usize; 3] = [1, 8, 64];
+
+struct Args {
+    server: String,
+    quick: bool,
+    only: Option<Vec<String>>,
+    /// `--sizes 128,64k`: restrict the sequential scenario (for profiling).
+    sizes: Option<Vec<String>>,
+}
+
+impl Args {
+    fn wants(&self, key: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|k| k == key))
+    }
+    fn iters(&self, size: usize) -> usize {
+        let n = match size {
+            s if s <= 1024 => 5000,
+            s if s <= 64 * 1024 => 1000,
+            _ => 200,
+        };
+        if self.quick {
+            n / 5
+        } else {
+            n
+        }
+    }
+    fn tput_window(&self) -> Duration {
+        if self.quick {
+            Duration::from_millis(400)
+        } else {
+            Duration::from_millis(1500)
+        }
+    }
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        server: String::new(),
+        quick: false,
+        only: None,
+        sizes: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(s) = it.next() {
+        match s.as_str() {
+            "--server" => a.server = it.next().expect("--server PATH"),
+            "--quick" => a.quick = true,
+            "--only" => {
+                a.only = Some(
+                    it.next()
+                        .expect("--only KEYS")
+                        .split(',')
+                        .map(str::to_owned)
+                        .collect(),
+                )
+            }
+            "--sizes" => {
+                a.sizes = Some(
+                    it.next()
+                        .expect("--sizes TAGS")
+                        .split(',')
+                        .map(str::to_owned)
+                        .collect(),
+                )
+            }
+            "--child-rss100" => {
+                // Internal: measured in a fresh process so earlier scenarios'
+                // peaks do not count.
+                a.only = Some(vec!["child-rss100".into()]);
+            }
+            other => panic!("unknown argument {other:?}"),
+        }
+    }
+    if a.server.is_empty() {
+        a.server = std::env::var("ECHO_SERVER")
+            .unwrap_or_else(|_| "benches/echo-server/target/release/echo-server".into());
+    }
+    a
+}
+
+// ---- reporting ----------------------------------------------------------------
+
+struct Row {
+    key: String,
+    label: String,
+    ours: f64,
+    floor: Option<f64>,
+    unit: &'static str,
+    /// true when smaller is better (latency), false for throughput.
+    lower_better: bool,
+}
+
+#[derive(Default)]
+struct Table(Vec<Row>);
+
+impl Table {
+    fn add(
+        &mut self,
+        key: &str,
+        label: &str,
+        ours: f64,
+        floor: Option<f64>,
+        unit: &'static str,
+        lower_better: bool,
+    ) {
+        println!("@ours {key} {ours:.3}");
+        if let Some(f) = floor {
+            println!("@floor {key} {f:.3}");
+        }
+        self.0.push(Row {
+            key: key.into(),
+            label: label.into(),
+            ours,
+            floor,
+            unit,
+            lower_better,
+        });
+    }
+
+    fn print(&self) {
+        println!();
+        println!(
+            "{:<44} {:>12} {:>12} {:>8}  unit",
+            "scenario", "skald-mcp", "raw floor", "÷ floor"
+        );
+        println!("{}", "-".repeat(86));
+        for r in &self.0 {
+            let (floor, ratio) = match r.floor {
+                Some(f) if f > 0.0 => {
+                    let ratio = if r.lower_better {
+                        r.ours / f
+                    } else {
+                        f / r.ours
+                    };
+                    (format!("{f:.1}"), format!("{ratio:.2}×"))
+                }
+                _ => ("—".into(), "—".into()),
+            };
+            println!(
+                "{:<44} {:>12.1} {:>12} {:>8}  {}   [{}]",
+                r.label, r.ours, floor, ratio, r.unit, r.key
+            );
+        }
+        println!("(÷ floor: time ÷ floor time, or floor rate ÷ our rate; 1.00× = no overhead)");
+    }
+}
+
+fn pct(sorted: &[Duration], p: usize) -> f64 {
+    let i = (sorted.len() * p / 100).min(sorted.len() - 1);
+    sorted[i].as_secs_f64() * 1e6
+}
+
+fn micros(mut v: Vec<Duration>) -> (f64, f64) {
+    v.sort();
+    (pct(&v, 50), pct(&v, 99))
+}
+
+fn proc_status(field: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+// ---- the raw floor ------------------------------------------------------------
+
+/// The echo server driven over its pipes by hand.
+struct RawPipe {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: Vec<u8>,
+    next_id: u64,
+}
+
+impl RawPipe {
+    fn spawn(server: &str) -> RawPipe {
+        let mut child = Command::new(server)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the echo server");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().unwrap());
+        RawPipe {
+            child,
+            stdin,
+            stdout,
+            line: Vec::with_capacity(4096),
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+    }
+
+    fn recv(&mut self) {
+        self.line.clear();
+        let n = self.stdout.read_until(b'\n', &mut self.line).unwrap();
+        assert!(n > 0, "the echo server closed its stdout");
+    }
+
+    fn handshake(&mut self) {
+        self.send(concat!(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
+            "\n"
+        ).as_bytes());
+        self.recv();
+        self.send(
+            concat!(
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#,
+                "\n"
+            )
+            .as_bytes(),
+        );
+        self.recv();
+    }
+
+    /// The bytes skald-mcp writes for `call_tool("echo", {"size": size})`.
+    fn call_bytes(&mut self, size: usize) -> Vec<u8> {
+        self.next_id += 1;
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}}}}}}\n",
+            self.next_id
+        )
+        .into_bytes()
+    }
+
+    fn call(&mut self, size: usize) {
+        let b = self.call_bytes(size);
+        self.send(&b);
+        self.recv();
+    }
+}
+
+impl Drop for RawPipe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn floor_cold(server: &str) -> Duration {
+    let t = Instant::now();
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    t.elapsed()
+}
+
+fn floor_seq(server: &str, size: usize, n: usize) -> Vec<Duration> {
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    for _ in 0..n / 10 + 5 {
+        p.call(size);
+    }
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            p.call(size);
+            t.elapsed()
+        })
+        .collect()
+}
+
+/// Calls per second with `k` requests kept in flight by one thread.
+fn floor_tput(server: &str, k: usize, window: Duration) -> f64 {
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    for _ in 0..k {
+        let b = p.call_bytes(128);
+        p.send(&b);
+    }
+    let mut done = 0u64;
+    let start = Instant::now();
+    let end = start + window;
+    while Instant::now() < end {
+        p.recv();
+        done += 1;
+        let b = p.call_bytes(128);
+        p.send(&b);
+    }
+    let rate = done as f64 / start.elapsed().as_secs_f64();
+    for _ in 0..k {
+        p.recv();
+    }
+    rate
+}
+
+fn floor_start50(server: &str) -> Duration {
+    let barrier = Arc::new(Barrier::new(51));
+    let hs: Vec<_> = (0..50)
+        .map(|_| {
+            let b = Arc::clone(&barrier);
+            let s = server.to_owned();
+            thread::spawn(move || {
+                b.wait();
+                let mut p = RawPipe::spawn(&s);
+                p.handshake();
+                b.wait();
+                drop(p);
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    barrier.wait();
+    let d = t.elapsed();
+    for h in hs {
+        h.join().unwrap();
+    }
+    d
+}
+
+/// SIGKILL of the server to EOF on its stdout.
+fn floor_kill(server: &str) -> Duration {
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    p.send(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"delay_ms\":10000}}}\n");
+    thread::sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    unsafe { libc::kill(p.child.id() as i32, libc::SIGKILL) };
+    p.line.clear();
+    let n = p.stdout.read_until(b'\n', &mut p.line).unwrap_or(0);
+    assert_eq!(n, 0);
+    t.elapsed()
+}
+
+// ---- HTTP ----------------------------------------------------------------------
+
+struct HttpEcho {
+    child: Child,
+    url: String,
+    addr: String,
+}
+
+impl HttpEcho {
+    fn start(server: &str) -> HttpEcho {
+        let mut child = Command::new(server)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the HTTP echo server");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let url = first
+            .trim()
+            .strip_prefix("listening ")
+            .expect("listening line")
+            .to_owned();
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        HttpEcho { child, url, addr }
+    }
+}
+
+impl Drop for HttpEcho {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_post(s: &mut BufReader<TcpStream>, addr: &str, session: &str, body: &str) {
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.get_mut().write_all(req.as_bytes()).unwrap();
+    let mut len = 0usize;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        s.read_line(&mut line).unwrap();
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some(v) = l
+            .to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().to_owned())
+        {
+            len = v.parse().unwrap();
+        }
+    }
+    let mut body = vec![0; len];
+    s.read_exact(&mut body).unwrap();
+}
+
+fn floor_http(addr: &str, n: usize) -> Vec<Duration> {
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let mut s = BufReader::new(tcp);
+    http_post(
+        &mut s,
+        addr,
+        "none",
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
+    );
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"size":128}}}"#;
+    for _ in 0..n / 10 + 5 {
+        http_post(&mut s, addr, "echo-1", body);
+    }
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            http_post(&mut s, addr, "echo-1", body);
+            t.elapsed()
+        })
+        .collect()
+}
+
+// ---- skald-mcp -------------------------------------------------------------------
+
+fn cfg(server: &str, name: &str) -> McpServerConfig {
+    McpServerConfig::stdio(name, server, Vec::<String>::new())
+}
+
+fn connect(server: &str, name: &str) -> McpServer {
+    let s = McpServer::connect(&cfg(server, name), ClientOptions::default()).expect("connect");
+    s.list_tools().expect("tools/list");
+    s
+}
+
+fn call(s: &impl McpServerClient, size: usize) {
+    let r = s.call_tool("echo", json!({ "size": size })).expect("call");
+    debug_assert_eq!(r.to_text().len(), size);
+}
+
+fn ours_seq(server: &str, size: usize, n: usize) -> Vec<Duration> {
+    let s = connect(server, "seq");
+    assert_eq!(
+        s.call_tool("echo", json!({ "size": size }))
+            .unwrap()
+            .to_text()
+            .len(),
+        size
+    );
+    for _ in 0..n / 10 + 5 {
+        call(&s, size);
+    }
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            call(&s, size);
+            t.elapsed()
+        })
+        .collect()
+}
+
+fn ours_tput(server: &str, k: usize, window: Duration) -> f64 {
+    let s = Arc::new(connect(server, "tput"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let barrier = Arc::new(Barrier::new(k + 1));
+    let hs: Vec<_> = (0..k)
+        .map(|_| {
+            let (s, stop, count, b) = (
+                Arc::clone(&s),
+                Arc::clone(&stop),
+                Arc::clone(&count),
+                Arc::clone(&barrier),
+            );
+            thread::spawn(move || {
+                b.wait();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    call(&*s, 128);
+                    n += 1;
+                }
+                count.fetch_add(n, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    thread::sleep(window);
+    stop.store(true, Ordering::Relaxed);
+    for h in hs {
+        h.join().unwrap();
+    }
+    count.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64()
+}
+
+fn ours_start50(server: &str) -> Duration {
+    let barrier = Arc::new(Barrier::new(51));
+    let hs: Vec<_> = (0..50)
+        .map(|i| {
+            let b = Arc::clone(&barrier);
+            let s = server.to_owned();
+            thread::spawn(move || {
+                b.wait();
+                let c = connect(&s, &format!("p{i}"));
+                b.wait();
+                drop(c);
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    barrier.wait();
+    let d = t.elapsed();
+    for h in hs {
+        h.join().unwrap();
+    }
+    d
+}
+
+/// Runs in a fresh process: 100 connected servers, one call each.
+fn child_rss100(server: &str) {
+    let threads_before = proc_status("Threads:");
+    let servers: Vec<McpServer> = (0..100)
+        .map(|i| connect(server, &format!("s{i}")))
+        .collect();
+    for s in &servers {
+        call(s, 128);
+    }
+    let hwm = proc_status("VmHWM:");
+    let threads = proc_status("Threads:");
+    println!(
+        "rss100 {} {} {}",
+        hwm as f64 / 1024.0,
+        threads,
+        (threads - threads_before) as f64 / 100.0
+    );
+    drop(servers);
+}
+
+fn ours_kill(server: &str) -> Duration {
+    let s = Arc::new(connect(server, "kill"));
+    let pid = s.pid();
+    let s2 = Arc::clone(&s);
+    let h = thread::spawn(move || {
+        let r = s2.call_tool("echo", json!({"delay_ms": 10_000}));
+        let at = Instant::now();
+        assert!(r.is_err(), "the call must fail");
+        at
+    });
+    thread::sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let at = h.join().unwrap();
+    at.duration_since(t)
+}
+
+fn ours_http(url: &str, n: usize) -> Vec<Duration> {
+    let s = McpHttpServer::connect(
+        &McpServerConfig::http("http", url),
+        ClientOptions::default(),
+    )
+    .expect("connect over HTTP");
+    s.list_tools().unwrap();
+    for _ in 0..n / 10 + 5 {
+        call(&s, 128);
+    }
+    let v = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            call(&s, 128);
+            t.elapsed()
+        })
+        .collect();
+    let _ = s.close();
+    v
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    pct(&v, 50)
+}
+
+fn main() {
+    let args = parse_args();
+    let server = args.server.clone();
+    if args.only.as_deref() == Some(&["child-rss100".to_string()][..]) {
+        child_rss100(&server);
+        return;
+    }
+    assert!(
+        std::path::Path::new(&server).exists(),
+        "no echo server at {server}: build benches/echo-server first"
+    );
+    let mut t = Table::default();
+
+    if args.wants("cold") {
+        let n = if args.quick { 10 } else { 30 };
+        // Interleaved, so that both see the same machine load.
+        let (mut floor, mut ours) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            floor.push(floor_cold(&server));
+            let t = Instant::now();
+            let s = connect(&server, &format!("cold{i}"));
+            ours.push(t.elapsed());
+            drop(s);
+        }
+        t.add(
+            "cold_ms",
+            "cold start: spawn→initialize→tools/list (p50)",
+            median(ours) / 1e3,
+            Some(median(floor) / 1e3),
+            "ms",
+            true,
+        );
+    }
+
+    if args.wants("seq") {
+        for (size, tag) in SIZES {
+            if args
+                .sizes
+                .as_ref()
+                .is_some_and(|s| !s.iter().any(|t| t == tag))
+            {
+                continue;
+            }
+            let n = args.iters(size);
+            let (fp50, fp99) = micros(floor_seq(&server, size, n));
+            let (p50, p99) = micros(ours_seq(&server, size, n));
+            t.add(
+                &format!("seq_{tag}_p50_us"),
+                &format!("sequential tools/call {tag} B, p50"),
+                p50,
+                Some(fp50),
+                "µs",
+                true,
+            );
+            t.add(
+                &format!("seq_{tag}_p99_us"),
+                &format!("sequential tools/call {tag} B, p99"),
+                p99,
+                Some(fp99),
+                "µs",
+                true,
+            );
+        }
+    }
+
+    if args.wants("tput") {
+        for k in IN_FLIGHT {
+            let f = floor_tput(&server, k, args.tput_window());
+            let o = ours_tput(&server, k, args.tput_window());
+            t.add(
+                &format!("tput_{k}"),
+                &format!("throughput, {k} in flight (128 B)"),
+                o,
+                Some(f),
+                "calls/s",
+                false,
+            );
+        }
+    }
+
+    if args.wants("start50") {
+        let f = floor_start50(&server);
+        let o = ours_start50(&server);
+        t.add(
+            "start50_ms",
+            "50 servers started in parallel (to tools/list)",
+            o.as_secs_f64() * 1e3,
+            Some(f.as_secs_f64() * 1e3),
+            "ms",
+            true,
+        );
+    }
+
+    if args.wants("rss100") {
+        let exe = std::env::current_exe().unwrap();
+        let out = Command::new(exe)
+            .args(["--server", &server, "--child-rss100"])
+            .output()
+            .expect("run the rss100 child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("rss100 "))
+            .expect("rss100 output");
+        let v: Vec<f64> = line
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        t.add(
+            "rss100_mib",
+            "100 connected servers: client peak RSS",
+            v[0],
+            None,
+            "MiB",
+            true,
+        );
+        t.add(
+            "threads100",
+            "100 connected servers: client threads",
+            v[1],
+            None,
+            "threads",
+            true,
+        );
+        t.add(
+            "threads_per_server",
+            "  threads per server",
+            v[2],
+            None,
+            "threads",
+            true,
+        );
+    }
+
+    if args.wants("kill") {
+        let n = if args.quick { 5 } else { 20 };
+        let f: Vec<_> = (0..n).map(|_| floor_kill(&server)).collect();
+        let o: Vec<_> = (0..n).map(|_| ours_kill(&server)).collect();
+        let (f50, o50) = (median(f.clone()), median(o.clone()));
+        let omax = o.iter().max().unwrap().as_secs_f64() * 1e3;
+        let fmax = f.iter().max().unwrap().as_secs_f64() * 1e3;
+        t.add(
+            "kill_ms",
+            "SIGKILL of the server → caller's error (p50)",
+            o50 / 1e3,
+            Some(f50 / 1e3),
+            "ms",
+            true,
+        );
+        t.add(
+            "kill_max_ms",
+            "SIGKILL of the server → caller's error (max)",
+            omax,
+            Some(fmax),
+            "ms",
+            true,
+        );
+    }
+
+    if args.wants("http") {
+        let n = if args.quick { 500 } else { 3000 };
+        let echo = HttpEcho::start(&server);
+        let (fp50, fp99) = micros(floor_http(&echo.addr, n));
+        let (p50, p99) = micros(ours_http(&echo.url, n));
+        t.add(
+            "http_p50_us",
+            "HTTP tools/call 128 B, p50",
+            p50,
+            Some(fp50),
+            "µs",
+            true,
+        );
+        t.add(
+            "http_p99_us",
+            "HTTP tools/call 128 B, p99",
+            p99,
+            Some(fp99),
+            "µs",
+            true,
+        );
+    }
+
+    t.print();
+}
