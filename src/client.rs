@@ -614,16 +614,7 @@ pub trait McpServerClient: Send + Sync {
             )
         })?;
         Ok(Completion {
-            values: c
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            values: crate::json::strings(c, "values"),
             total: c.get("total").and_then(Value::as_u64),
             has_more: c.get("hasMore").and_then(Value::as_bool).unwrap_or(false),
         })

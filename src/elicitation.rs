@@ -131,7 +131,7 @@ fn is_secret_name(name: &str) -> bool {
 }
 
 fn parse_field(name: &str, p: &Value, required: bool) -> Result<FormField, String> {
-    let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+    let s = |k: &str| crate::json::opt_str(p, k);
     let ty = p.get("type").and_then(Value::as_str);
     let enum_options = |vals: &[Value], titles: Option<&Vec<Value>>| -> Vec<(String, String)> {
         vals.iter()

@@ -41,6 +41,7 @@ pub mod config;
 pub mod elicitation;
 pub mod error;
 pub mod http;
+mod json;
 pub mod jsonrpc;
 pub mod limits;
 pub mod log;

@@ -218,7 +218,7 @@ fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo> {
         }
     };
     let si = v.get("serverInfo").unwrap_or(&Value::Null);
-    let s = |k: &str| si.get(k).and_then(Value::as_str).map(str::to_owned);
+    let s = |k: &str| crate::json::opt_str(si, k);
     Ok(InitializeInfo {
         protocol_version,
         capabilities: ServerCapabilities(capabilities),

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::json::opt_str as s;
+
 use crate::result::{classify_content, McpMedia};
 
 /// An argument a prompt takes.
@@ -41,6 +43,17 @@ pub enum Role {
     Assistant,
 }
 
+impl Role {
+    /// The `role` of message `i` of a prompt or sampling conversation.
+    pub(crate) fn of_message(m: &Value, i: usize) -> Result<Role, String> {
+        match m.get("role").and_then(Value::as_str) {
+            Some("user") => Ok(Role::User),
+            Some("assistant") => Ok(Role::Assistant),
+            other => Err(format!("message {i} has role {other:?}")),
+        }
+    }
+}
+
 /// The content of one prompt message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptContent {
@@ -66,10 +79,6 @@ pub struct GetPromptResult {
     pub description: Option<String>,
     /// The messages.
     pub messages: Vec<PromptMessage>,
-}
-
-fn s(v: &Value, k: &str) -> Option<String> {
-    v.get(k).and_then(Value::as_str).map(str::to_owned)
 }
 
 impl Prompt {
@@ -110,11 +119,7 @@ impl GetPromptResult {
             .ok_or("prompts/get result has no messages")?;
         let mut messages = Vec::with_capacity(msgs.len());
         for (i, m) in msgs.iter().enumerate() {
-            let role = match m.get("role").and_then(Value::as_str) {
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                other => return Err(format!("message {i} has role {other:?}")),
-            };
+            let role = Role::of_message(m, i)?;
             let content = m
                 .get("content")
                 .ok_or_else(|| format!("message {i} has no content"))?;

@@ -3,6 +3,8 @@
 use base64::Engine as _;
 use serde_json::Value;
 
+use crate::json::opt_str as s;
+
 /// A resource a server lists.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resource {
@@ -60,10 +62,6 @@ pub enum ResourceContents {
         /// The bytes.
         data: Vec<u8>,
     },
-}
-
-fn s(v: &Value, k: &str) -> Option<String> {
-    v.get(k).and_then(Value::as_str).map(str::to_owned)
 }
 
 impl Resource {

@@ -127,11 +127,7 @@ pub(crate) fn parse_request(
         .ok_or("sampling/createMessage has no messages")?;
     let mut messages = Vec::with_capacity(msgs.len());
     for (i, m) in msgs.iter().enumerate() {
-        let role = match m.get("role").and_then(Value::as_str) {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            other => return Err(format!("message {i} has role {other:?}")),
-        };
+        let role = Role::of_message(m, i)?;
         let blocks = match m.get("content") {
             Some(Value::Array(a)) => Value::Array(a.clone()),
             Some(one) => Value::Array(vec![one.clone()]),
@@ -163,16 +159,7 @@ pub(crate) fn parse_request(
             .and_then(Value::as_u64)
             .ok_or("sampling/createMessage has no maxTokens")?,
         temperature: params.get("temperature").and_then(Value::as_f64),
-        stop_sequences: params
-            .get("stopSequences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        stop_sequences: crate::json::strings(params, "stopSequences"),
         model_preferences: params.get("modelPreferences").cloned(),
         raw: params.clone(),
         deadline,

@@ -110,7 +110,7 @@ impl McpTool {
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| "tool definition has no name".to_string())?;
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let s = |k: &str| crate::json::opt_str(v, k);
         let input_schema = match v.get("inputSchema") {
             Some(schema @ Value::Object(_)) => schema.clone(),
             _ => json!({"type": "object"}),

@@ -43,6 +43,7 @@ use ureq::Agent;
 pub use challenge::{parse_bearer, BearerChallenge};
 
 use crate::error::{McpError, Result};
+use crate::json::strings;
 use crate::limits::{
     AUTH_HTTP_TIMEOUT, AUTH_MAX_BODY, AUTH_MAX_STEP_UPS, AUTH_TOKEN_EXPIRY_MARGIN,
 };
@@ -436,18 +437,6 @@ pub struct AuthServerMetadata {
     pub client_id_metadata_document_supported: bool,
     /// True when these are the 2025-03-26 default endpoints (no metadata found).
     pub defaults: bool,
-}
-
-fn strings(v: &Value, k: &str) -> Vec<String> {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl AuthServerMetadata {
