@@ -297,21 +297,12 @@ impl Peer {
     /// Marks the connection dead and fails every pending call at once.
     /// Only the first reason is kept.
     pub(crate) fn fail_all(&self, reason: &str) {
-        let drained: Vec<Pending> = {
-            let mut p = self.pending.lock();
-            if !self.dead.swap(true, Ordering::AcqRel) {
-                *self.dead_reason.lock() = Some(reason.to_owned());
-            }
-            p.drain().map(|(_, v)| v).collect()
-        };
-        let reason = self.dead_reason();
-        for p in drained {
-            let _ = p.tx.send(CallEvent::Failed(McpError::Disconnected {
-                server: self.name.clone(),
-                method: Some(p.method),
-                reason: reason.clone(),
-            }));
-        }
+        // The first reason wins: read it back after marking the connection dead.
+        self.fail_all_with(reason, |method| McpError::Disconnected {
+            server: self.name.clone(),
+            method: Some(method.to_owned()),
+            reason: self.dead_reason(),
+        });
     }
 
     /// Fails every pending call with `make(method)` and marks the connection
