@@ -461,7 +461,11 @@ fn cfg(server: &str, name: &str) -> McpServerConfig {
 }
 
 fn connect(server: &str, name: &str) -> McpServer {
-    let s = McpServer::connect(&cfg(server, name), ClientOptions::default()).expect("connect");
+    let mut opts = ClientOptions::default();
+    if let Ok(us) = std::env::var("BENCH_READ_WINDOW_US") {
+        opts.caller_read_window = Duration::from_micros(us.parse().expect("microseconds"));
+    }
+    let s = McpServer::connect(&cfg(server, name), opts).expect("connect");
     s.list_tools().expect("tools/list");
     s
 }

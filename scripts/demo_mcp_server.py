@@ -240,7 +240,13 @@ def tool_notify(args, ctx):
     params = args.get("params", {})
     if not isinstance(params, dict):
         raise ToolArgError("argument 'params' must be an object")
-    send({"jsonrpc": "2.0", "method": method, "params": params})
+    msg = {"jsonrpc": "2.0", "method": method, "params": params}
+    delay_ms = args.get("delay_ms")
+    if isinstance(delay_ms, (int, float)) and not isinstance(delay_ms, bool) and delay_ms > 0:
+        # After the answer, while no request is in flight.
+        threading.Timer(delay_ms / 1000.0, send, args=(msg,)).start()
+        return text_result("will notify")
+    send(msg)
     return text_result("notified")
 
 
@@ -354,8 +360,10 @@ TOOLS = [
     ({"name": "fail", "description": "Always returns isError=true.", "inputSchema": _schema()}, tool_fail),
     ({"name": "slow", "description": "Sleep for the given number of seconds (cancellable).",
       "inputSchema": _schema({"seconds": {"type": "number"}}, ["seconds"])}, tool_slow),
-    ({"name": "notify", "description": "Send an arbitrary notification, then return.",
-      "inputSchema": _schema({"method": {"type": "string"}, "params": {"type": "object"}})}, tool_notify),
+    ({"name": "notify", "description": "Send an arbitrary notification, then return (or, with "
+                                        "delay_ms, return and send it that much later).",
+      "inputSchema": _schema({"method": {"type": "string"}, "params": {"type": "object"},
+                              "delay_ms": {"type": "number", "minimum": 0}})}, tool_notify),
     ({"name": "log", "description": "Send a notifications/message log entry.",
       "inputSchema": _schema({"level": {"type": "string", "enum": LOG_LEVELS},
                               "message": {"type": "string"}}, ["level", "message"])}, tool_log),

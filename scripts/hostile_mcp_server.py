@@ -29,6 +29,9 @@ MODE is one of:
                   "slow": true is answered after 600 s (text "slow done"), others at once
   notify_flood    adds tool `burst` {n}: sends n notifications "event/burst" {"i": 1..n}, then
                   answers text "burst <n>"
+  one_write       adds tool `pack` {progress, after}: writes with ONE write(2) `progress`
+                  notifications/progress for the request's progressToken (when it has one),
+                  the answer (text "pack"), then `after` notifications "event/after" {"i": 1..}
 
 All modes: serverInfo {"name": "hostile", "version": "1.0.0"}, capabilities {"tools": {}}.
 Safety net: every mode exits by itself (os._exit(0)) after HOSTILE_LIFETIME_SECS seconds
@@ -48,7 +51,7 @@ LATEST_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "wrong_types",
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
-         "slow_one", "notify_flood")
+         "slow_one", "notify_flood", "one_write")
 
 _out_lock = threading.Lock()
 _stdout_closed = False
@@ -132,7 +135,30 @@ def tool_defs():
         tools.append({"name": "burst", "description": "Send n notifications, then answer.",
                       "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}},
                                       "required": ["n"]}})
+    if MODE == "one_write":
+        count = {"type": "integer", "minimum": 0}
+        tools.append({"name": "pack", "description": "Progress, answer and notifications in one write.",
+                      "inputSchema": {"type": "object",
+                                      "properties": {"progress": count, "after": count}}})
     return tools
+
+
+def pack_answer(req_id, params):
+    """The one_write mode's `pack`: everything in a single write(2)."""
+    args = params.get("arguments") or {}
+    token = (params.get("_meta") or {}).get("progressToken")
+    n_progress = int(args.get("progress", 0))
+    n_after = int(args.get("after", 0))
+    out = b""
+    if token is not None:
+        for i in range(1, n_progress + 1):
+            out += encode({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": token, "progress": i, "total": n_progress}})
+    out += encode({"jsonrpc": "2.0", "id": req_id, "result": text("pack")})
+    for i in range(1, n_after + 1):
+        out += encode({"jsonrpc": "2.0", "method": "event/after", "params": {"i": i}})
+    with _out_lock:
+        write_raw(out)
 
 
 def sleep_forever():
@@ -176,6 +202,8 @@ def run_call(req_id, params, cancel_ev):
             result(req_id, text(t if isinstance(t, str) else json.dumps(t)))
         elif name == "pids" and MODE == "grandchild":
             result(req_id, text(json.dumps({"self": os.getpid(), "grandchild": GRANDCHILD_PID})))
+        elif name == "pack" and MODE == "one_write":
+            pack_answer(req_id, params)
         elif name == "burst" and MODE == "notify_flood":
             n = args.get("n", 0)
             n = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else 0

@@ -247,6 +247,11 @@ pub struct ClientOptions {
     pub max_concurrent_handlers: usize,
     /// Grace periods of `close()` (stdio): after closing stdin, after SIGTERM.
     pub shutdown_grace: Duration,
+    /// How long a call that is alone in flight (and has no cancel token)
+    /// reads its reply on its own thread before waiting for the reader
+    /// thread (stdio). It saves a thread hand-off on every quick call;
+    /// `Duration::ZERO` leaves all reading to the reader thread.
+    pub caller_read_window: Duration,
     /// Where notifications that the client does not consume itself go.
     /// When `None`, they are logged at debug level and dropped.
     ///
@@ -295,6 +300,7 @@ impl Default for ClientOptions {
             elicitation_deadline: limits::ELICITATION_DEADLINE,
             max_concurrent_handlers: limits::MAX_CONCURRENT_HANDLERS,
             shutdown_grace: limits::SHUTDOWN_GRACE,
+            caller_read_window: limits::CALLER_READ_WINDOW,
             notifications: None,
             logs: None,
             elicitation: None,
@@ -351,6 +357,13 @@ impl ClientOptions {
     /// Sets the default call timeout.
     pub fn call_timeout(mut self, d: Duration) -> Self {
         self.call_timeout = d;
+        self
+    }
+
+    /// Sets [`caller_read_window`](Self::caller_read_window);
+    /// `Duration::ZERO` leaves all reading to the reader thread.
+    pub fn caller_read_window(mut self, d: Duration) -> Self {
+        self.caller_read_window = d;
         self
     }
 

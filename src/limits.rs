@@ -87,6 +87,17 @@ pub const IO_THREAD_STACK: usize = 128 * 1024;
 /// `serde_json` limits nesting depth to 128, so this is ample.
 pub const READER_THREAD_STACK: usize = 512 * 1024;
 
+/// How long a caller whose request is the only one in flight on a stdio
+/// connection reads the reply itself before leaving it to the reader thread
+/// (default of [`ClientOptions::caller_read_window`](crate::ClientOptions)).
+/// Replies that come within it skip a thread hand-off.
+pub const CALLER_READ_WINDOW: Duration = Duration::from_millis(5);
+
+/// How long the stdio reader thread stays away after finding that a caller
+/// read the input that woke it, unless a caller hands reading back sooner.
+/// It bounds how late a message that arrives between calls is routed.
+pub const READER_BACKOFF: Duration = Duration::from_millis(1);
+
 /// Longest stderr line forwarded as one log line; the rest of a longer line
 /// is cut (with a marker) so a server cannot grow a log line without bound.
 pub const MAX_STDERR_LINE: usize = 16 * 1024;

@@ -66,6 +66,24 @@ pub(crate) trait Outbound: Send + Sync {
     fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
         self.send(msg, deadline)
     }
+    /// Reads and routes incoming messages on the calling thread until
+    /// `ready()` is true after a routed message, or `until` passes. A
+    /// transport that cannot, or whose input another thread is reading at
+    /// the moment, returns [`InlineRead::Unavailable`] at once.
+    fn read_inline(&self, _ready: &dyn Fn() -> bool, _until: Instant) -> InlineRead {
+        InlineRead::Unavailable
+    }
+}
+
+/// How [`Outbound::read_inline`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InlineRead {
+    /// `ready()` became true.
+    Ready,
+    /// `until` passed first.
+    TimedOut,
+    /// Not read here (now or any more); wait for the transport's threads.
+    Unavailable,
 }
 
 /// What a waiting caller can be told.
@@ -456,6 +474,11 @@ impl Peer {
         let sub = opts.cancel.as_ref().map(CancelToken::subscribe);
         let cancel_rx = sub.as_ref().map(|s| s.rx.clone()).unwrap_or_else(never);
         let mut deadline = start + timeout;
+        // A lone call without a cancel token may read its own reply for a
+        // moment (see `ClientOptions::caller_read_window`).
+        let window = self.opts.caller_read_window;
+        let mut inline_until = (alone && opts.cancel.is_none() && !window.is_zero())
+            .then(|| (start + window).min(deadline));
         let outcome = |ev: CallEvent, guard: &mut PendingGuard| -> Option<Result<Value>> {
             match ev {
                 CallEvent::Reply(r) => {
@@ -477,7 +500,22 @@ impl Peer {
         };
         loop {
             let suspended = self.elicitations.load(Ordering::Acquire) > 0;
-            let woke = if opts.cancel.is_none() {
+            let woke = if let Some(until) = inline_until.filter(|_| !suspended) {
+                match self.out.read_inline(&|| !rx.is_empty(), until) {
+                    InlineRead::Ready => match rx.try_recv() {
+                        Ok(ev) => Woke::Event(Some(ev)),
+                        Err(_) => continue,
+                    },
+                    InlineRead::TimedOut if until >= deadline => {
+                        inline_until = None;
+                        Woke::Timer
+                    }
+                    InlineRead::TimedOut | InlineRead::Unavailable => {
+                        inline_until = None;
+                        continue;
+                    }
+                }
+            } else if opts.cancel.is_none() {
                 // The common case waits on the reply channel alone: a
                 // `select!` would also have to unregister from it after
                 // every wake-up, contending with the reader that is still

@@ -10,7 +10,11 @@
 //!   non-blocking write (what the pipe does not take goes to this thread),
 //!   which saves a thread hand-off per sequential call.
 //! * `mcp-<name>-out` reads stdout line by line (bounded by
-//!   [`ClientOptions::max_message_size`]) and routes every message.
+//!   [`ClientOptions::max_message_size`]) and routes every message that no
+//!   caller reads itself: a request that is the only one in flight is
+//!   answered on its caller's thread when the reply comes quickly, which
+//!   saves another hand-off (see `reader.rs` and
+//!   [`ClientOptions::caller_read_window`]).
 //! * `mcp-<name>-err` drains stderr into `log::debug!` (target `mcp_client`)
 //!   and the log channel, so a chatty server can never fill its stderr pipe
 //!   and stall.
@@ -22,7 +26,7 @@
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -40,7 +44,11 @@ use crate::error::{McpError, Result};
 use crate::jsonrpc;
 use crate::limits::{IO_THREAD_STACK, MAX_STDERR_LINE, READER_THREAD_STACK};
 use crate::log::LogTag;
-use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
+use crate::peer::{client_capabilities, InlineRead, Outbound, Peer, SendFailure};
+
+mod reader;
+
+use reader::{reader_loop, StdoutShared};
 
 /// How long `Drop` and `close()` wait for the I/O threads to finish after
 /// the child is dead, before leaving them detached.
@@ -160,6 +168,7 @@ impl StdinShared {
 struct StdioOutbound {
     tx: Sender<WriterMsg>,
     stdin: Arc<StdinShared>,
+    stdout: Arc<StdoutShared>,
 }
 
 impl StdioOutbound {
@@ -206,6 +215,10 @@ impl Outbound for StdioOutbound {
             }
             Direct::Queue => self.queue(line, deadline),
         }
+    }
+
+    fn read_inline(&self, ready: &dyn Fn() -> bool, until: Instant) -> InlineRead {
+        self.stdout.read_inline(ready, until)
     }
 
     fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure> {
@@ -371,51 +384,6 @@ mod spawner {
     fn set_death_signal(_: &mut Command) {}
 }
 
-/// Outcome of reading one line.
-enum Line {
-    Complete,
-    Eof,
-    TooLong,
-}
-
-/// Reads up to `\n` into `buf` (without it). A line longer than `max` is not
-/// buffered: reading stops and `TooLong` is returned.
-fn read_line_limited<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<Line> {
-    buf.clear();
-    loop {
-        let available = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(if buf.is_empty() {
-                Line::Eof
-            } else {
-                Line::Complete
-            });
-        }
-        match memchr::memchr(b'\n', available) {
-            Some(pos) => {
-                if buf.len() + pos > max {
-                    return Ok(Line::TooLong);
-                }
-                buf.extend_from_slice(&available[..pos]);
-                r.consume(pos + 1);
-                return Ok(Line::Complete);
-            }
-            None => {
-                let n = available.len();
-                if buf.len() + n > max {
-                    return Ok(Line::TooLong);
-                }
-                buf.extend_from_slice(available);
-                r.consume(n);
-            }
-        }
-    }
-}
-
 /// Reads a stderr line, keeping at most `max` bytes and discarding the rest
 /// of a longer line. Returns `None` at EOF.
 fn read_stderr_line<R: BufRead>(
@@ -511,8 +479,9 @@ impl McpServer {
         let stderr = child.stderr.take().expect("stderr was piped");
         let child = Arc::new(Mutex::new(Some(child)));
 
-        let stdin = match StdinShared::new(stdin) {
-            Ok(s) => Arc::new(s),
+        let shared = StdinShared::new(stdin).and_then(|i| Ok((i, StdoutShared::new(stdout)?)));
+        let (stdin, stdout) = match shared {
+            Ok((i, o)) => (Arc::new(i), Arc::new(o)),
             Err(source) => {
                 signal_group(pid, libc::SIGKILL);
                 let _ = child.lock().take().map(|mut c| c.wait());
@@ -531,9 +500,11 @@ impl McpServer {
             Box::new(StdioOutbound {
                 tx: wtx.clone(),
                 stdin: Arc::clone(&stdin),
+                stdout: Arc::clone(&stdout),
             }),
             caps,
         ));
+        stdout.attach(&peer);
         let closing = Arc::new(AtomicBool::new(false));
         let (reader_done_tx, reader_done) = bounded::<()>(0);
         let (all_done_tx, all_done) = bounded::<()>(0);
@@ -565,7 +536,7 @@ impl McpServer {
                 format!("mcp-{name}-out"),
                 READER_THREAD_STACK,
                 move || {
-                    reader_loop(stdout, &p, &c, &cl, pid);
+                    reader_loop(&stdout, &p, &c, &cl, pid);
                     drop(reader_done_tx);
                     drop(done);
                 },
@@ -788,93 +759,6 @@ fn writer_loop(stdin: Arc<StdinShared>, rx: Receiver<WriterMsg>, peer: Weak<Peer
     stop(&stdin);
 }
 
-fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
-    // The child closes stdout a moment before it is reaped; look briefly,
-    // often at first (it is usually a matter of microseconds).
-    let deadline = Instant::now() + Duration::from_millis(50);
-    let mut pause = Duration::from_micros(50);
-    loop {
-        {
-            let mut g = child.lock();
-            match g.as_mut().map(|c| c.try_wait()) {
-                Some(Ok(Some(status))) => return Some(status.to_string()),
-                Some(Ok(None)) => {}
-                _ => return None,
-            }
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(2));
-    }
-}
-
-fn reader_loop(
-    stdout: ChildStdout,
-    peer: &Arc<Peer>,
-    child: &Arc<Mutex<Option<Child>>>,
-    closing: &AtomicBool,
-    pid: u32,
-) {
-    let mut r = BufReader::with_capacity(64 * 1024, stdout);
-    let mut buf = Vec::with_capacity(4096);
-    let max = peer.opts.max_message_size;
-    let reason = loop {
-        match read_line_limited(&mut r, &mut buf, max) {
-            Ok(Line::Complete) => {
-                let line = match buf.last() {
-                    Some(b'\r') => &buf[..buf.len() - 1],
-                    _ => &buf[..],
-                };
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                peer.dispatch_bytes(line);
-                if buf.capacity() > 1024 * 1024 {
-                    buf = Vec::with_capacity(4096);
-                }
-            }
-            Ok(Line::Eof) => {
-                break match exit_description(child) {
-                    Some(status) => format!("the server exited ({status})"),
-                    None => "the server closed its stdout".to_owned(),
-                };
-            }
-            Ok(Line::TooLong) => {
-                let reason = format!("the server sent a message larger than {max} bytes");
-                let name = peer.name.clone();
-                peer.fail_all_with(&reason, |_| McpError::MessageTooLarge {
-                    server: name.clone(),
-                    limit: max,
-                });
-                peer.lifecycle(format!("disconnected: {reason}; killing it"));
-                if let Some(tx) = &peer.opts.disconnects {
-                    let _ = tx.try_send(crate::client::Disconnect {
-                        server: peer.name.clone(),
-                        reason: reason.clone(),
-                    });
-                }
-                signal_group(pid, libc::SIGKILL);
-                // Drain to EOF so the pipe does not block the dying group.
-                let _ = io::copy(&mut r, &mut io::sink());
-                return;
-            }
-            Err(e) => break format!("reading the server's stdout failed: {e}"),
-        }
-    };
-    peer.fail_all(&reason);
-    if !closing.load(Ordering::Acquire) {
-        peer.lifecycle(format!("disconnected: {reason}"));
-        if let Some(tx) = &peer.opts.disconnects {
-            let _ = tx.try_send(crate::client::Disconnect {
-                server: peer.name.clone(),
-                reason,
-            });
-        }
-    }
-}
-
 fn stderr_loop(stderr: ChildStderr, peer: &Peer) {
     let mut r = BufReader::with_capacity(16 * 1024, stderr);
     let mut buf = Vec::with_capacity(512);
@@ -908,42 +792,6 @@ impl McpServerClient for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn limited_lines() {
-        let data = b"abc\r\n\nlong-line-here\ntail";
-        let mut r = BufReader::with_capacity(4, &data[..]);
-        let mut buf = Vec::new();
-        assert!(matches!(
-            read_line_limited(&mut r, &mut buf, 8).unwrap(),
-            Line::Complete
-        ));
-        assert_eq!(buf, b"abc\r");
-        assert!(matches!(
-            read_line_limited(&mut r, &mut buf, 8).unwrap(),
-            Line::Complete
-        ));
-        assert_eq!(buf, b"");
-        assert!(matches!(
-            read_line_limited(&mut r, &mut buf, 8).unwrap(),
-            Line::TooLong
-        ));
-    }
-
-    #[test]
-    fn final_line_without_newline() {
-        let mut r = BufReader::new(&b"x"[..]);
-        let mut buf = Vec::new();
-        assert!(matches!(
-            read_line_limited(&mut r, &mut buf, 8).unwrap(),
-            Line::Complete
-        ));
-        assert_eq!(buf, b"x");
-        assert!(matches!(
-            read_line_limited(&mut r, &mut buf, 8).unwrap(),
-            Line::Eof
-        ));
-    }
 
     #[test]
     fn stderr_truncation() {

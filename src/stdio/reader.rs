@@ -1,0 +1,543 @@
+//! Reading the child's stdout: the `mcp-<name>-out` thread, and callers that
+//! read their own reply.
+//!
+//! A sequential call through a dedicated reader thread costs three thread
+//! wake-ups (the server, the reader, the caller) where a program reading
+//! the pipe itself needs two. So the pipe's read end is shared: the bytes
+//! and the partial line live in [`StdoutShared`] behind a mutex, and
+//! whoever holds it reads and routes every message through the same
+//! [`Peer::dispatch_bytes`] the reader thread uses.
+//!
+//! * A caller whose request is the only one in flight takes the mutex (never
+//!   waiting for it) and reads until its own reply has been routed, for at
+//!   most [`ClientOptions::caller_read_window`](crate::ClientOptions); then
+//!   it hands reading back and waits on its channel as every other caller
+//!   does.
+//! * The reader thread waits for input with `poll` without holding the
+//!   mutex, then drains what is there. When it wakes and finds that a
+//!   caller has taken (or already taken) the input, it stays away for up to
+//!   [`READER_BACKOFF`], so a run of sequential calls does not wake it for
+//!   every reply. A caller leaving while other requests are in flight, with
+//!   lines read but not routed, or on end of file or an error, wakes it at
+//!   once through a pipe of its own (one byte).
+//!
+//! So the reader thread still sees every end of file and every message that
+//! arrives while no caller is reading, within [`READER_BACKOFF`] at worst.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::process::{Child, ChildStdout};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::error::McpError;
+use crate::limits::READER_BACKOFF;
+use crate::peer::{InlineRead, Peer};
+
+use super::signal_group;
+
+/// Outcome of reading one line.
+#[derive(Debug)]
+pub(super) enum Line {
+    Complete,
+    Eof,
+    TooLong,
+}
+
+/// Reads up to `\n`, appending to `buf` (without the newline). A line longer
+/// than `max` is not buffered: reading stops and `TooLong` is returned.
+///
+/// On a non-blocking reader an `Err(WouldBlock)` leaves the partial line in
+/// `buf`; the next call continues it. The caller clears `buf` after a
+/// complete line.
+pub(super) fn read_line_limited<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Line> {
+    loop {
+        let available = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            });
+        }
+        match memchr::memchr(b'\n', available) {
+            Some(pos) => {
+                if buf.len() + pos > max {
+                    return Ok(Line::TooLong);
+                }
+                buf.extend_from_slice(&available[..pos]);
+                r.consume(pos + 1);
+                return Ok(Line::Complete);
+            }
+            None => {
+                let n = available.len();
+                if buf.len() + n > max {
+                    return Ok(Line::TooLong);
+                }
+                buf.extend_from_slice(available);
+                r.consume(n);
+            }
+        }
+    }
+}
+
+/// What draining the available input ended with.
+enum Drained {
+    /// No more input for now, after this many lines.
+    WouldBlock(usize),
+    /// `ready()` said stop (a caller's reply is in its channel).
+    Ready,
+    Eof,
+    TooLong,
+    Failed(io::Error),
+}
+
+/// The bytes read from stdout and the line being assembled.
+struct ReadState {
+    r: BufReader<ChildStdout>,
+    line: Vec<u8>,
+}
+
+impl ReadState {
+    /// Reads and routes complete lines until the pipe has nothing more, or
+    /// `ready()` is true after a routed message.
+    fn drain(&mut self, peer: &Arc<Peer>, max: usize, ready: &dyn Fn() -> bool) -> Drained {
+        let mut routed = 0;
+        loop {
+            match read_line_limited(&mut self.r, &mut self.line, max) {
+                Ok(Line::Complete) => {
+                    self.route(peer);
+                    routed += 1;
+                    if ready() {
+                        return Drained::Ready;
+                    }
+                }
+                Ok(Line::Eof) => return Drained::Eof,
+                Ok(Line::TooLong) => return Drained::TooLong,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Drained::WouldBlock(routed)
+                }
+                Err(e) => return Drained::Failed(e),
+            }
+        }
+    }
+}
+
+impl ReadState {
+    /// Whether a complete line is buffered (read, not yet routed).
+    fn has_line(&self) -> bool {
+        memchr::memchr(b'\n', self.r.buffer()).is_some()
+    }
+
+    /// Routes the line in `self.line` and clears it.
+    fn route(&mut self, peer: &Arc<Peer>) {
+        let line = match self.line.last() {
+            Some(b'\r') => &self.line[..self.line.len() - 1],
+            _ => &self.line[..],
+        };
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            peer.dispatch_bytes(line);
+        }
+        self.line.clear();
+        if self.line.capacity() > 1024 * 1024 {
+            self.line = Vec::with_capacity(4096);
+        }
+    }
+}
+
+/// A pipe that wakes the reader thread from `poll`: a caller handing
+/// reading back writes a byte to it.
+struct WakePipe {
+    rd: OwnedFd,
+    wr: OwnedFd,
+}
+
+impl WakePipe {
+    fn new() -> io::Result<WakePipe> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: `fds` has room for the two descriptors `pipe` returns.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just returned to us and are owned
+        // by nothing else.
+        let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        for fd in [&rd, &wr] {
+            let fd = fd.as_raw_fd();
+            // SAFETY: fcntl on descriptors we own.
+            unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFL);
+                let fdfl = libc::fcntl(fd, libc::F_GETFD);
+                if fl < 0
+                    || fdfl < 0
+                    || libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) < 0
+                    || libc::fcntl(fd, libc::F_SETFD, fdfl | libc::FD_CLOEXEC) < 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(WakePipe { rd, wr })
+    }
+
+    /// Makes the read end readable (a full pipe already is).
+    fn wake(&self) {
+        // SAFETY: one byte from a valid buffer to our own pipe.
+        unsafe { libc::write(self.wr.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    }
+
+    /// Empties the read end.
+    fn clear(&self) {
+        let mut buf = [0u8; 64];
+        // SAFETY: reads into a valid buffer from our own non-blocking pipe.
+        while unsafe { libc::read(self.rd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+    }
+}
+
+/// The child's stdout, read by the reader thread or by a caller.
+pub(super) struct StdoutShared {
+    fd: RawFd,
+    state: Mutex<ReadState>,
+    /// Written by a caller that hands reading back to the reader thread.
+    wake: WakePipe,
+    /// Set when the reader thread has stopped: callers no longer read.
+    finished: AtomicBool,
+    /// The connection whose messages are routed (set once it exists).
+    peer: OnceLock<Weak<Peer>>,
+}
+
+impl StdoutShared {
+    /// Makes the read end non-blocking (ours alone: the child holds the
+    /// write end) and wraps it.
+    pub(super) fn new(stdout: ChildStdout) -> io::Result<StdoutShared> {
+        let fd = stdout.as_raw_fd();
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(StdoutShared {
+            fd,
+            state: Mutex::new(ReadState {
+                r: BufReader::with_capacity(64 * 1024, stdout),
+                line: Vec::with_capacity(4096),
+            }),
+            wake: WakePipe::new()?,
+            finished: AtomicBool::new(false),
+            peer: OnceLock::new(),
+        })
+    }
+
+    /// Names the connection that messages are routed to.
+    pub(super) fn attach(&self, peer: &Arc<Peer>) {
+        let _ = self.peer.set(Arc::downgrade(peer));
+    }
+
+    /// Wakes the reader thread, from its back-off or from waiting for input.
+    fn hand_back(&self) {
+        self.wake.wake();
+    }
+
+    /// The reader thread stays away while a caller reads: until a caller
+    /// hands back, or [`READER_BACKOFF`] passed.
+    fn back_off(&self) {
+        let _ = poll_fds(
+            &mut [pollfd(self.wake.rd.as_raw_fd())],
+            Some(READER_BACKOFF),
+        );
+        self.wake.clear();
+    }
+
+    /// Waits for input or a hand-back; returns whether input woke it.
+    fn wait_input(&self) -> io::Result<bool> {
+        let mut fds = [pollfd(self.fd), pollfd(self.wake.rd.as_raw_fd())];
+        poll_fds(&mut fds, None)?;
+        if fds[1].revents != 0 {
+            self.wake.clear();
+        }
+        Ok(fds[0].revents != 0)
+    }
+
+    /// Reads on the calling thread until `ready()` is true after a routed
+    /// message, or `until` passes. See [`Peer`]'s use of [`InlineRead`].
+    pub(super) fn read_inline(&self, ready: &dyn Fn() -> bool, until: Instant) -> InlineRead {
+        if self.finished.load(Ordering::Acquire) {
+            return InlineRead::Unavailable;
+        }
+        let Some(peer) = self.peer.get().and_then(Weak::upgrade) else {
+            return InlineRead::Unavailable;
+        };
+        let Some(mut st) = self.state.try_lock() else {
+            return InlineRead::Unavailable;
+        };
+        let max = peer.opts.max_message_size;
+        let outcome = loop {
+            // Wait first (a reply is rarely there the moment its request
+            // was written), unless a complete line is already buffered.
+            if memchr::memchr(b'\n', st.r.buffer()).is_none() {
+                // The reply may have been routed before the mutex was ours
+                // (by the reader thread).
+                if ready() {
+                    break InlineRead::Ready;
+                }
+                let now = Instant::now();
+                if now >= until {
+                    break InlineRead::TimedOut;
+                }
+                if let Err(e) = poll_fds(&mut [pollfd(self.fd)], Some(until - now)) {
+                    ::log::debug!(target: "mcp_client", "[{}] poll on stdout failed: {e}", peer.name);
+                    break InlineRead::Unavailable;
+                }
+            }
+            match st.drain(&peer, max, ready) {
+                Drained::Ready => break InlineRead::Ready,
+                Drained::WouldBlock(_) => {}
+                // The reader thread meets the same state again and ends the
+                // connection the one way it always does.
+                Drained::Eof | Drained::TooLong | Drained::Failed(_) => {
+                    break InlineRead::Unavailable
+                }
+            }
+        };
+        let left_lines = st.has_line();
+        drop(st);
+        // After unlocking: a request registered before this check either
+        // found the mutex taken (and is counted here) or registered alone
+        // and reads for itself. Lines read but not routed would wait for
+        // the next byte on the pipe: the reader thread routes them.
+        if outcome != InlineRead::Ready || left_lines || peer.pending_count() > 0 {
+            self.hand_back();
+        }
+        outcome
+    }
+}
+
+fn pollfd(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// Waits until one of `fds` is readable (or hung up), at most `timeout`.
+fn poll_fds(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::Result<()> {
+    let ms = match timeout {
+        // Rounded up: waking early would only poll again.
+        Some(t) => t
+            .as_micros()
+            .div_ceil(1000)
+            .min(i32::MAX as u128)
+            .try_into()
+            .unwrap_or(i32::MAX),
+        None => -1,
+    };
+    // SAFETY: valid pollfds for descriptors open as long as their owner.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The child's exit status, if it is reaped within a moment of its stdout
+/// closing.
+fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
+    // The child closes stdout a moment before it is reaped; look briefly,
+    // often at first (it is usually a matter of microseconds).
+    let deadline = Instant::now() + Duration::from_millis(50);
+    let mut pause = Duration::from_micros(50);
+    loop {
+        {
+            let mut g = child.lock();
+            match g.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(status))) => return Some(status.to_string()),
+                Some(Ok(None)) => {}
+                _ => return None,
+            }
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(2));
+    }
+}
+
+/// The `mcp-<name>-out` thread: routes whatever no caller reads, and ends
+/// the connection at end of file, on a read error, or on an oversized line.
+pub(super) fn reader_loop(
+    shared: &StdoutShared,
+    peer: &Arc<Peer>,
+    child: &Arc<Mutex<Option<Child>>>,
+    closing: &AtomicBool,
+    pid: u32,
+) {
+    let max = peer.opts.max_message_size;
+    let never = || false;
+    let reason = loop {
+        // Lines a caller read but left are routed without waiting.
+        let buffered = match shared.state.try_lock() {
+            Some(st) => st.has_line(),
+            None => {
+                // A caller is reading its reply.
+                shared.back_off();
+                continue;
+            }
+        };
+        let input = match buffered {
+            true => false,
+            false => match shared.wait_input() {
+                Ok(input) => input,
+                Err(e) => break format!("waiting for the server's stdout failed: {e}"),
+            },
+        };
+        let Some(mut st) = shared.state.try_lock() else {
+            shared.back_off();
+            continue;
+        };
+        match st.drain(peer, max, &never) {
+            Drained::WouldBlock(0) if input => {
+                // A caller took the input that woke us.
+                drop(st);
+                shared.back_off();
+            }
+            Drained::WouldBlock(_) | Drained::Ready => {}
+            Drained::Eof => {
+                drop(st);
+                break match exit_description(child) {
+                    Some(status) => format!("the server exited ({status})"),
+                    None => "the server closed its stdout".to_owned(),
+                };
+            }
+            Drained::TooLong => {
+                shared.finished.store(true, Ordering::Release);
+                let reason = format!("the server sent a message larger than {max} bytes");
+                let name = peer.name.clone();
+                peer.fail_all_with(&reason, |_| McpError::MessageTooLarge {
+                    server: name.clone(),
+                    limit: max,
+                });
+                peer.lifecycle(format!("disconnected: {reason}; killing it"));
+                if let Some(tx) = &peer.opts.disconnects {
+                    let _ = tx.try_send(crate::client::Disconnect {
+                        server: peer.name.clone(),
+                        reason: reason.clone(),
+                    });
+                }
+                signal_group(pid, libc::SIGKILL);
+                // Drain to end of file so the pipe does not block the dying
+                // group.
+                drain_to_eof(shared.fd, &mut st.r);
+                return;
+            }
+            Drained::Failed(e) => break format!("reading the server's stdout failed: {e}"),
+        }
+    };
+    shared.finished.store(true, Ordering::Release);
+    peer.fail_all(&reason);
+    if !closing.load(Ordering::Acquire) {
+        peer.lifecycle(format!("disconnected: {reason}"));
+        if let Some(tx) = &peer.opts.disconnects {
+            let _ = tx.try_send(crate::client::Disconnect {
+                server: peer.name.clone(),
+                reason,
+            });
+        }
+    }
+}
+
+/// Discards input until end of file (or an error).
+fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>) {
+    let len = r.buffer().len();
+    r.consume(len);
+    let mut sink = [0u8; 16 * 1024];
+    loop {
+        match r.get_mut().read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if poll_fds(&mut [pollfd(fd)], None).is_err() {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn next(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Line {
+        buf.clear();
+        read_line_limited(r, buf, max).unwrap()
+    }
+
+    #[test]
+    fn limited_lines() {
+        let data = b"abc\r\n\nlong-line-here\ntail";
+        let mut r = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert!(matches!(next(&mut r, &mut buf, 8), Line::Complete));
+        assert_eq!(buf, b"abc\r");
+        assert!(matches!(next(&mut r, &mut buf, 8), Line::Complete));
+        assert_eq!(buf, b"");
+        assert!(matches!(next(&mut r, &mut buf, 8), Line::TooLong));
+    }
+
+    #[test]
+    fn final_line_without_newline() {
+        let mut r = BufReader::new(&b"x"[..]);
+        let mut buf = Vec::new();
+        assert!(matches!(next(&mut r, &mut buf, 8), Line::Complete));
+        assert_eq!(buf, b"x");
+        assert!(matches!(next(&mut r, &mut buf, 8), Line::Eof));
+    }
+
+    /// A reader that has `parts` one at a time, then would block.
+    struct Trickle(Vec<&'static [u8]>);
+    impl Read for Trickle {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let p = self.0.remove(0);
+            out[..p.len()].copy_from_slice(p);
+            Ok(p.len())
+        }
+    }
+
+    #[test]
+    fn partial_line_survives_would_block() {
+        let mut r = BufReader::new(Trickle(vec![b"{\"a\":", b"1}\n{\"b\""]));
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_line_limited(&mut r, &mut buf, 64).unwrap(),
+            Line::Complete
+        ));
+        assert_eq!(buf, b"{\"a\":1}");
+        buf.clear();
+        let e = read_line_limited(&mut r, &mut buf, 64).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(buf, b"{\"b\"", "the partial line is kept for the next read");
+    }
+}
