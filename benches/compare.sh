@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Builds every benchmark client (release), runs them one after another against
 # the same echo server, and prints one table: scenario x client, with the
-# ratios ours/rmcp and ours/floor, and the issue-10 targets met or missed.
+# ratios ours/rmcp, ours/floor and ours/TS, and the issue-10 targets met or
+# missed.
+# Clients: raw floor, skald-mcp, rmcp (native, block_on), the Python SDK (when
+# `import mcp` works) and the TypeScript SDK (when node is there and
+# `npm ci --prefix benches/peers/ts` succeeds in the build phase).
 #
 #   bash benches/compare.sh            # full run (~3-4 min of measuring)
 #   QUICK=1 bash benches/compare.sh    # fewer iterations (smoke test)
 #   SKIP_PYTHON=1 ...                  # without the Python SDK client
+#   SKIP_TS=1 ...                      # without the TypeScript SDK client (no npm ci)
 #   OUT_MD=path.md ...                 # also write the markdown report there
 #   ROUNDS=5 ...                       # rounds of the rotation (default 3)
 #
@@ -22,6 +27,14 @@ echo "== building (release)" >&2
 cargo build --release --quiet --manifest-path benches/echo-server/Cargo.toml
 cargo build --release --quiet --example bench_client --example store_bench
 cargo build --release --quiet --manifest-path benches/peers/Cargo.toml
+TS_OK=
+if [[ -z "${SKIP_TS:-}" ]] && command -v node >/dev/null && command -v npm >/dev/null; then
+  if npm ci --prefix benches/peers/ts --no-audit --no-fund --loglevel=error >&2; then
+    TS_OK=1
+  else
+    echo "== npm ci failed: the TypeScript SDK column is left out" >&2
+  fi
+fi
 
 SERVER=$ROOT/benches/echo-server/target/release/echo-server
 RAW=$(mktemp -d)
@@ -36,7 +49,9 @@ ROUNDS=${ROUNDS:-3}
 PY_OK=
 [[ -z "${SKIP_PYTHON:-}" ]] && python3 -c 'import mcp' 2>/dev/null && PY_OK=1
 [[ -n "$PY_OK" ]] && echo "== Python SDK: mcp $(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))')" >&2
+[[ -n "$TS_OK" ]] && echo "== TypeScript SDK: @modelcontextprotocol/sdk $(node -p 'require("./benches/peers/ts/node_modules/@modelcontextprotocol/sdk/package.json").version'), node $(node --version)" >&2
 : > "$RAW/python.txt"
+: > "$RAW/ts.txt"
 uptime > "$RAW/uptime-before"
 for scenario in cold seq tput start50 rss100 kill http; do
   for r in $(seq 1 "$ROUNDS"); do
@@ -46,6 +61,9 @@ for scenario in cold seq tput start50 rss100 kill http; do
     benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt"
     if [[ -n "$PY_OK" ]]; then
       python3 benches/peers/python_client.py --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/python.txt"
+    fi
+    if [[ -n "$TS_OK" ]]; then
+      node benches/peers/ts/ts_client.mjs --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/ts.txt"
     fi
   done
   uptime >> "$RAW/uptime-rounds"
@@ -61,7 +79,7 @@ python3 - "$RAW" "$CMD" "${OUT_MD:-}" "$ROUNDS" <<'PY'
 import os, re, statistics, subprocess, sys
 raw, cmd, out_md, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 samples = {}
-for f in ("ours", "rmcp", "blockon", "python"):
+for f in ("ours", "rmcp", "blockon", "python", "ts"):
     for line in open(os.path.join(raw, f + ".txt")):
         if line.startswith("@"):
             who, key, v = line[1:].split()
@@ -95,7 +113,7 @@ ROWS = [
     ("http_p99_us", "HTTP tools/call 128 B, p99", "µs", True),
 ]
 CLIENTS = [("floor", "raw floor"), ("ours", "skald-mcp"), ("rmcp", "rmcp native"),
-           ("rmcp-blockon", "rmcp block_on"), ("python", "Python SDK")]
+           ("rmcp-blockon", "rmcp block_on"), ("python", "Python SDK"), ("ts", "TypeScript SDK")]
 
 def get(who, key):
     return vals.get(who, {}).get(key)
@@ -125,13 +143,14 @@ P(f"Load after:  `{open(os.path.join(raw, 'uptime-after')).read().strip()}`")
 P(f"Rounds: {rounds} (each scenario is run by every client in rotation, {rounds} times; each cell is the median)")
 P(f"Command: `{cmd}`")
 P("")
-P("| scenario | unit | " + " | ".join(c[1] for c in CLIENTS) + " | ours/rmcp | ours/block_on | ours/floor |")
-P("|---|---|" + "---:|" * (len(CLIENTS) + 3))
+P("| scenario | unit | " + " | ".join(c[1] for c in CLIENTS) + " | ours/rmcp | ours/block_on | ours/floor | ours/TS |")
+P("|---|---|" + "---:|" * (len(CLIENTS) + 4))
 for key, label, unit, _lower in ROWS:
     cells = [fmt(get(w, key)) for w, _ in CLIENTS]
     o = get("ours", key)
     P(f"| {label} | {unit} | " + " | ".join(cells) +
-      f" | {ratio(o, get('rmcp', key))} | {ratio(o, get('rmcp-blockon', key))} | {ratio(o, get('floor', key))} |")
+      f" | {ratio(o, get('rmcp', key))} | {ratio(o, get('rmcp-blockon', key))} | {ratio(o, get('floor', key))}"
+      f" | {ratio(o, get('ts', key))} |")
 P("")
 P("Ratios are ours ÷ theirs: below 1 is better for times, above 1 is better for calls/s.")
 P("")
