@@ -136,14 +136,61 @@ fn frame_err(id: Option<RequestId>, message: impl Into<String>) -> FrameError {
 /// assert!(decode(b"not json").is_err());
 /// ```
 pub fn decode(bytes: &[u8]) -> Result<Vec<Incoming>, FrameError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+    let mut out = Vec::with_capacity(1);
+    decode_each(bytes, |m| out.push(m))?;
+    Ok(out)
+}
+
+/// [`decode`] handing each message to `f` (all or none of them: a batch
+/// with a bad element is an error as a whole).
+///
+/// A single object, the usual frame, is read straight into its members
+/// without building a map for the envelope.
+pub(crate) fn decode_each(bytes: &[u8], mut f: impl FnMut(Incoming)) -> Result<(), FrameError> {
+    let invalid = |e: serde_json::Error| {
         let what = if std::str::from_utf8(bytes).is_err() {
             "invalid UTF-8"
         } else {
             "invalid JSON"
         };
         frame_err(None, format!("{what}: {e}"))
-    })?;
+    };
+    // Only for an object: serde would also read a struct from an array.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        let env: Envelope = serde_json::from_slice(bytes).map_err(invalid)?;
+        f(decode_envelope(env)?);
+        return Ok(());
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(invalid)?;
+    for m in decode_value(value)? {
+        f(m);
+    }
+    Ok(())
+}
+
+/// The members of a message that decoding looks at; a member that is
+/// present, even as `null`, is `Some`. Others are skipped unread.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+fn decode_value(value: Value) -> Result<Vec<Incoming>, FrameError> {
     match value {
         Value::Object(obj) => Ok(vec![decode_object(obj)?]),
         Value::Array(items) if !items.is_empty() => items
@@ -160,7 +207,18 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Incoming>, FrameError> {
 
 /// Decodes one already-parsed JSON object.
 pub fn decode_object(mut obj: Map<String, Value>) -> Result<Incoming, FrameError> {
-    let id_value = obj.remove("id");
+    decode_envelope(Envelope {
+        id: obj.remove("id"),
+        jsonrpc: obj.remove("jsonrpc"),
+        method: obj.remove("method"),
+        params: obj.remove("params"),
+        result: obj.remove("result"),
+        error: obj.remove("error"),
+    })
+}
+
+fn decode_envelope(env: Envelope) -> Result<Incoming, FrameError> {
+    let id_value = env.id;
     let id =
         match &id_value {
             None | Some(Value::Null) => None,
@@ -168,14 +226,14 @@ pub fn decode_object(mut obj: Map<String, Value>) -> Result<Incoming, FrameError
                 frame_err(None, format!("id must be a number or string, got {v}"))
             })?),
         };
-    if let Some(v) = obj.get("jsonrpc") {
+    if let Some(v) = &env.jsonrpc {
         if v != "2.0" {
             return Err(frame_err(id, format!("jsonrpc must be \"2.0\", got {v}")));
         }
     }
-    match obj.remove("method") {
+    match env.method {
         Some(Value::String(method)) => {
-            let params = obj.remove("params").unwrap_or(Value::Null);
+            let params = env.params.unwrap_or(Value::Null);
             if !(params.is_object() || params.is_array() || params.is_null()) {
                 return Err(frame_err(
                     id,
@@ -195,7 +253,7 @@ pub fn decode_object(mut obj: Map<String, Value>) -> Result<Incoming, FrameError
             let Some(id) = id else {
                 return Err(frame_err(None, "message has neither method nor id"));
             };
-            match (obj.remove("result"), obj.remove("error")) {
+            match (env.result, env.error) {
                 (Some(result), None) => Ok(Incoming::Response {
                     id,
                     outcome: Ok(result),
@@ -246,6 +304,30 @@ fn line(value: &Value) -> Vec<u8> {
 /// Encodes a request as one newline-terminated line.
 pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
     line(&request_value(id, method, params))
+}
+
+/// The envelope of a request, serialised without building a map.
+#[derive(serde::Serialize)]
+struct RequestFrame<'a> {
+    jsonrpc: &'static str,
+    id: i64,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+/// [`encode_request`] for a numeric id, writing the envelope directly: the
+/// same bytes, without a map for the envelope.
+pub(crate) fn encode_request_direct(id: i64, method: &str, params: Option<&Value>) -> Vec<u8> {
+    let frame = RequestFrame {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    };
+    let mut out = serde_json::to_vec(&frame).expect("a request frame always serialises");
+    out.push(b'\n');
+    out
 }
 
 /// A request as a JSON value.
@@ -302,6 +384,58 @@ mod tests {
 
     fn one(s: &str) -> Result<Incoming, FrameError> {
         decode(s.as_bytes()).map(|mut v| v.remove(0))
+    }
+
+    #[test]
+    fn direct_request_encoding_is_the_same_bytes() {
+        let params = json!({"name": "echo", "arguments": {"b": 1, "a": [true, null]}});
+        for p in [Some(&params), None] {
+            assert_eq!(
+                encode_request_direct(42, "tools/call", p),
+                encode_request(&RequestId::Number(42), "tools/call", p)
+            );
+        }
+    }
+
+    /// The envelope read straight from bytes decodes every object as the
+    /// map-based path does, errors (and the id they name) included.
+    #[test]
+    fn envelope_path_matches_map_path() {
+        let cases = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","result":null}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"nope","data":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"error":"bad"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1}}"#,
+            r#"{"jsonrpc":"2.0","id":7}"#,
+            r#"{"jsonrpc":"1.0","id":7,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":{"x":1},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":5}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":[1,2]}"#,
+            r#"{"jsonrpc":"2.0","extra":{"deep":[1,{"a":null}]},"id":9,"result":true}"#,
+            r#"{}"#,
+            r#"  {"id":1,"result":1}"#,
+        ];
+        for c in cases {
+            let map = match serde_json::from_str::<Value>(c).unwrap() {
+                Value::Object(o) => decode_object(o),
+                _ => unreachable!(),
+            };
+            assert_eq!(one(c), map, "{c}");
+        }
+        // Not objects: the map path, unchanged.
+        assert!(decode(b"[]").is_err());
+        assert!(decode(br#"[1,"2.0"]"#).is_err());
+        assert_eq!(
+            decode(br#"[{"id":1,"result":1},{"method":"m"}]"#)
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]

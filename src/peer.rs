@@ -66,6 +66,23 @@ pub(crate) trait Outbound: Send + Sync {
     fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
         self.send(msg, deadline)
     }
+    /// Sends request `id` (`alone`: the only one in flight, see
+    /// [`Outbound::send_alone`]). Byte transports encode it directly.
+    fn send_request(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<Value>,
+        alone: bool,
+        deadline: Instant,
+    ) -> std::result::Result<(), SendFailure> {
+        let msg = jsonrpc::request_value_owned(&RequestId::Number(id), method, params);
+        if alone {
+            self.send_alone(&msg, deadline)
+        } else {
+            self.send(&msg, deadline)
+        }
+    }
     /// Reads and routes incoming messages on the calling thread until
     /// `ready()` is true after a routed message, or `until` passes. A
     /// transport that cannot, or whose input another thread is reading at
@@ -459,18 +476,14 @@ impl Peer {
             armed: true,
         };
         let start = Instant::now();
-        let msg = jsonrpc::request_value_owned(&RequestId::Number(id), method, params);
-        let sent = if alone {
-            self.out.send_alone(&msg, start + timeout)
-        } else {
-            self.out.send(&msg, start + timeout)
-        };
+        let sent = self
+            .out
+            .send_request(id, method, params, alone, start + timeout);
         if let Err(f) = sent {
             guard.armed = false;
             self.pending.lock().remove(&id);
             return Err(self.send_failure(method, f));
         }
-        drop(msg);
         let sub = opts.cancel.as_ref().map(CancelToken::subscribe);
         let cancel_rx = sub.as_ref().map(|s| s.rx.clone()).unwrap_or_else(never);
         let mut deadline = start + timeout;
@@ -850,13 +863,8 @@ impl Peer {
 
     /// Decodes one frame and routes every message in it.
     pub(crate) fn dispatch_bytes(self: &Arc<Self>, bytes: &[u8]) {
-        match jsonrpc::decode(bytes) {
-            Ok(msgs) => {
-                for m in msgs {
-                    self.dispatch(m);
-                }
-            }
-            Err(e) => self.malformed(bytes, e),
+        if let Err(e) = jsonrpc::decode_each(bytes, |m| self.dispatch(m)) {
+            self.malformed(bytes, e);
         }
     }
 

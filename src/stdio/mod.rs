@@ -194,9 +194,8 @@ impl StdioOutbound {
     }
 }
 
-impl Outbound for StdioOutbound {
-    fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
-        let line = jsonrpc::encode_value(msg);
+impl StdioOutbound {
+    fn send_line(&self, line: Vec<u8>, deadline: Instant) -> std::result::Result<(), SendFailure> {
         self.stdin.reserve();
         self.queue(line, deadline)
     }
@@ -204,8 +203,11 @@ impl Outbound for StdioOutbound {
     /// A lone request is written by the caller itself when the pipe takes
     /// it whole (see [`StdinShared`]); with others in flight, the writer
     /// thread batches them into fewer writes.
-    fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
-        let line = jsonrpc::encode_value(msg);
+    fn send_line_alone(
+        &self,
+        line: Vec<u8>,
+        deadline: Instant,
+    ) -> std::result::Result<(), SendFailure> {
         match self.stdin.write_direct(&line) {
             Direct::Done => Ok(()),
             Direct::Backlogged => {
@@ -214,6 +216,32 @@ impl Outbound for StdioOutbound {
                 Ok(())
             }
             Direct::Queue => self.queue(line, deadline),
+        }
+    }
+}
+
+impl Outbound for StdioOutbound {
+    fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        self.send_line(jsonrpc::encode_value(msg), deadline)
+    }
+
+    fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
+        self.send_line_alone(jsonrpc::encode_value(msg), deadline)
+    }
+
+    fn send_request(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<Value>,
+        alone: bool,
+        deadline: Instant,
+    ) -> std::result::Result<(), SendFailure> {
+        let line = jsonrpc::encode_request_direct(id, method, params.as_ref());
+        if alone {
+            self.send_line_alone(line, deadline)
+        } else {
+            self.send_line(line, deadline)
         }
     }
 
