@@ -12,7 +12,9 @@
 //!
 //! Options: `--quick` (fewer iterations), `--only a,b` (scenario keys:
 //! cold, seq, tput, start50, rss100, kill, http), `--sizes 128,64k,1m`
-//! (payloads of the sequential scenario). Besides the table it prints
+//! (payloads of the sequential scenario), `--floor-variants` (the floor
+//! also with a `poll` before each read, and with a reader thread handing
+//! each reply over: what those two steps cost on this machine). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects.
 
@@ -36,6 +38,9 @@ struct Args {
     only: Option<Vec<String>>,
     /// `--sizes 128,64k`: restrict the sequential scenario (for profiling).
     sizes: Option<Vec<String>>,
+    /// `--floor-variants`: also the floor with a `poll` before each read and
+    /// with a reader thread (lines `@floor_poll` / `@floor_thread`).
+    floor_variants: bool,
 }
 
 impl Args {
@@ -71,12 +76,14 @@ fn parse_args() -> Args {
         quick: false,
         only: None,
         sizes: None,
+        floor_variants: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
         match s.as_str() {
             "--server" => a.server = it.next().expect("--server PATH"),
             "--quick" => a.quick = true,
+            "--floor-variants" => a.floor_variants = true,
             "--only" => {
                 a.only = Some(
                     it.next()
@@ -298,6 +305,89 @@ fn floor_seq(server: &str, size: usize, n: usize) -> Vec<Duration> {
             t.elapsed()
         })
         .collect()
+}
+
+/// [`floor_seq`], waiting for each reply with `poll` (as a client that must
+/// honour a timeout does) before the `read`.
+fn floor_seq_poll(server: &str, size: usize, n: usize) -> Vec<Duration> {
+    use std::os::fd::AsRawFd;
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    let fd = p.stdout.get_ref().as_raw_fd();
+    let call = |p: &mut RawPipe| {
+        let b = p.call_bytes(size);
+        p.send(&b);
+        if p.stdout.buffer().is_empty() {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for the open pipe.
+            unsafe { libc::poll(&mut pfd, 1, 10_000) };
+        }
+        p.recv();
+    };
+    for _ in 0..n / 10 + 5 {
+        call(&mut p);
+    }
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            call(&mut p);
+            t.elapsed()
+        })
+        .collect()
+}
+
+/// [`floor_seq`] with the reply read by a thread of its own and handed to
+/// the caller over a channel: the cost of one thread hand-off per call.
+fn floor_seq_thread(server: &str, size: usize, n: usize) -> Vec<Duration> {
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    let mut stdout = std::mem::replace(&mut p.stdout, BufReader::new(empty_stdout()));
+    let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
+    let reader = thread::spawn(move || loop {
+        let mut line = Vec::with_capacity(512);
+        match stdout.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let call = |p: &mut RawPipe| {
+        let b = p.call_bytes(size);
+        p.send(&b);
+        rx.recv().expect("a reply");
+    };
+    for _ in 0..n / 10 + 5 {
+        call(&mut p);
+    }
+    let out = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            call(&mut p);
+            t.elapsed()
+        })
+        .collect();
+    drop(p);
+    let _ = reader.join();
+    out
+}
+
+/// A `ChildStdout` to leave behind in a [`RawPipe`] whose real one moved to
+/// a thread: the read end of a pipe from `true`, which closes at once.
+fn empty_stdout() -> ChildStdout {
+    Command::new("true")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn true")
+        .stdout
+        .take()
+        .expect("piped")
 }
 
 /// Calls per second with `k` requests kept in flight by one thread.
@@ -661,6 +751,16 @@ fn main() {
                 continue;
             }
             let n = args.iters(size);
+            if args.floor_variants {
+                // What the floor costs with a timed wait, and with a reader
+                // thread handing each reply over (not clients: the physics).
+                let (pp50, pp99) = micros(floor_seq_poll(&server, size, n));
+                let (tp50, tp99) = micros(floor_seq_thread(&server, size, n));
+                println!("@floor_poll seq_{tag}_p50_us {pp50:.3}");
+                println!("@floor_poll seq_{tag}_p99_us {pp99:.3}");
+                println!("@floor_thread seq_{tag}_p50_us {tp50:.3}");
+                println!("@floor_thread seq_{tag}_p99_us {tp99:.3}");
+            }
             let (fp50, fp99) = micros(floor_seq(&server, size, n));
             let (p50, p99) = micros(ours_seq(&server, size, n));
             t.add(
