@@ -13,8 +13,9 @@
 //! Options: `--quick` (fewer iterations), `--only a,b` (scenario keys:
 //! cold, seq, tput, start50, rss100, kill, http), `--sizes 128,64k,1m`
 //! (payloads of the sequential scenario), `--floor-variants` (the floor
-//! also with a `poll` before each read, and with a reader thread handing
-//! each reply over: what those two steps cost on this machine). Besides the table it prints
+//! also with a `poll` before each read, with a reader thread handing each
+//! reply over, and with `poll` plus encoding the request from and parsing
+//! the reply into a `serde_json::Value`: what those steps cost here). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects.
 
@@ -38,8 +39,9 @@ struct Args {
     only: Option<Vec<String>>,
     /// `--sizes 128,64k`: restrict the sequential scenario (for profiling).
     sizes: Option<Vec<String>>,
-    /// `--floor-variants`: also the floor with a `poll` before each read and
-    /// with a reader thread (lines `@floor_poll` / `@floor_thread`).
+    /// `--floor-variants`: also the floor with a `poll` before each read,
+    /// with a reader thread, and with `poll` plus the JSON work (lines
+    /// `@floor_poll`, `@floor_thread`, `@floor_json`).
     floor_variants: bool,
 }
 
@@ -340,6 +342,45 @@ fn floor_seq_poll(server: &str, size: usize, n: usize) -> Vec<Duration> {
         .collect()
 }
 
+/// [`floor_seq_poll`] plus the JSON work no MCP client can skip: the
+/// request serialised from a `serde_json::Value`, the reply parsed into one.
+fn floor_seq_json(server: &str, size: usize, n: usize) -> Vec<Duration> {
+    use std::os::fd::AsRawFd;
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    let fd = p.stdout.get_ref().as_raw_fd();
+    let call = |p: &mut RawPipe| {
+        p.next_id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": p.next_id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"size": size}}});
+        let mut b = serde_json::to_vec(&req).unwrap();
+        b.push(b'\n');
+        p.send(&b);
+        if p.stdout.buffer().is_empty() {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for the open pipe.
+            unsafe { libc::poll(&mut pfd, 1, 10_000) };
+        }
+        p.recv();
+        let v: serde_json::Value = serde_json::from_slice(&p.line).unwrap();
+        std::hint::black_box(v);
+    };
+    for _ in 0..n / 10 + 5 {
+        call(&mut p);
+    }
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            call(&mut p);
+            t.elapsed()
+        })
+        .collect()
+}
+
 /// [`floor_seq`] with the reply read by a thread of its own and handed to
 /// the caller over a channel: the cost of one thread hand-off per call.
 fn floor_seq_thread(server: &str, size: usize, n: usize) -> Vec<Duration> {
@@ -552,8 +593,12 @@ fn cfg(server: &str, name: &str) -> McpServerConfig {
 
 fn connect(server: &str, name: &str) -> McpServer {
     let mut opts = ClientOptions::default();
+    // For experiments: the caller's read window and spin (see ClientOptions).
     if let Ok(us) = std::env::var("BENCH_READ_WINDOW_US") {
         opts.caller_read_window = Duration::from_micros(us.parse().expect("microseconds"));
+    }
+    if let Ok(us) = std::env::var("BENCH_SPIN_US") {
+        opts.caller_spin = Duration::from_micros(us.parse().expect("microseconds"));
     }
     let s = McpServer::connect(&cfg(server, name), opts).expect("connect");
     s.list_tools().expect("tools/list");
@@ -756,6 +801,9 @@ fn main() {
                 // thread handing each reply over (not clients: the physics).
                 let (pp50, pp99) = micros(floor_seq_poll(&server, size, n));
                 let (tp50, tp99) = micros(floor_seq_thread(&server, size, n));
+                let (jp50, jp99) = micros(floor_seq_json(&server, size, n));
+                println!("@floor_json seq_{tag}_p50_us {jp50:.3}");
+                println!("@floor_json seq_{tag}_p99_us {jp99:.3}");
                 println!("@floor_poll seq_{tag}_p50_us {pp50:.3}");
                 println!("@floor_poll seq_{tag}_p99_us {pp99:.3}");
                 println!("@floor_thread seq_{tag}_p50_us {tp50:.3}");

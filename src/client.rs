@@ -252,6 +252,13 @@ pub struct ClientOptions {
     /// thread (stdio). It saves a thread hand-off on every quick call;
     /// `Duration::ZERO` leaves all reading to the reader thread.
     pub caller_read_window: Duration,
+    /// For how much of [`caller_read_window`](Self::caller_read_window) the
+    /// caller yields the CPU between non-blocking reads instead of sleeping
+    /// (stdio). A reply that comes within it is seen without the wake-up of
+    /// a sleeping thread (tens of microseconds on a virtual machine); it
+    /// costs up to this much CPU time per call. `Duration::ZERO`: sleep at
+    /// once.
+    pub caller_spin: Duration,
     /// Where notifications that the client does not consume itself go.
     /// When `None`, they are logged at debug level and dropped.
     ///
@@ -301,6 +308,7 @@ impl Default for ClientOptions {
             max_concurrent_handlers: limits::MAX_CONCURRENT_HANDLERS,
             shutdown_grace: limits::SHUTDOWN_GRACE,
             caller_read_window: limits::CALLER_READ_WINDOW,
+            caller_spin: limits::CALLER_SPIN,
             notifications: None,
             logs: None,
             elicitation: None,
@@ -364,6 +372,12 @@ impl ClientOptions {
     /// `Duration::ZERO` leaves all reading to the reader thread.
     pub fn caller_read_window(mut self, d: Duration) -> Self {
         self.caller_read_window = d;
+        self
+    }
+
+    /// Sets [`caller_spin`](Self::caller_spin).
+    pub fn caller_spin(mut self, d: Duration) -> Self {
+        self.caller_spin = d;
         self
     }
 

@@ -93,6 +93,13 @@ pub const READER_THREAD_STACK: usize = 512 * 1024;
 /// Replies that come within it skip a thread hand-off.
 pub const CALLER_READ_WINDOW: Duration = Duration::from_millis(5);
 
+/// How long such a caller yields the CPU between non-blocking reads before
+/// it sleeps in `poll` (default of
+/// [`ClientOptions::caller_spin`](crate::ClientOptions)). Replies within it
+/// skip the wake-up of a sleeping thread; it costs at most this much CPU
+/// time per call, given up to any other runnable thread.
+pub const CALLER_SPIN: Duration = Duration::from_micros(50);
+
 /// How long the stdio reader thread stays away after finding that a caller
 /// read the input that woke it, unless a caller hands reading back sooner.
 /// It bounds how late a message that arrives between calls is routed.

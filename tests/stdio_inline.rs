@@ -125,12 +125,19 @@ fn many_callers_each_get_their_own_reply() {
 }
 
 /// A reply slower than the read window is delivered by the reader thread;
-/// one quicker than it by the caller; with the window at zero every reply
-/// goes through the reader thread. All three give the same results.
+/// one quicker than it by the caller (spinning or sleeping in `poll`); with
+/// the window at zero every reply goes through the reader thread. All give
+/// the same results.
 #[test]
 fn replies_past_the_window_and_with_the_window_off() {
-    for window in [Duration::from_millis(5), Duration::ZERO] {
-        let s = demo(test_options().caller_read_window(window));
+    let ms = Duration::from_millis;
+    for (window, spin) in [
+        (ms(5), ms(1)),
+        (ms(5), Duration::ZERO),
+        (Duration::ZERO, ms(1)),
+    ] {
+        let opts = test_options().caller_read_window(window).caller_spin(spin);
+        let s = demo(opts);
         let r = s.call_tool("slow", json!({"seconds": 0.05})).unwrap();
         assert_eq!(text(r), "done after 0.05s", "window {window:?}");
         for i in 0..20 {
