@@ -304,9 +304,11 @@ impl StdoutShared {
                 if now >= until {
                     break InlineRead::TimedOut;
                 }
-                if now < spin_until {
+                if now < spin_until && peer.pending_count() <= 1 {
                     // Runnable threads on this core (the server, on a busy
-                    // machine) go first; the next drain reads again.
+                    // machine) go first; the next drain reads again. Only
+                    // while this call is alone: other callers need the CPU
+                    // more than this one needs a quick wake-up.
                     std::thread::yield_now();
                 } else if let Err(e) = poll_fds(&mut [pollfd(self.fd)], Some(until - now)) {
                     ::log::debug!(target: "mcp_client", "[{}] poll on stdout failed: {e}", peer.name);
