@@ -53,10 +53,28 @@ PY_OK=
 : > "$RAW/python.txt"
 : > "$RAW/ts.txt"
 uptime > "$RAW/uptime-before"
-for scenario in cold seq tput start50 rss100 kill http; do
+PIN_OK=
+command -v taskset >/dev/null && PIN_OK=1
+for scenario in cold seq pinned tput start50 rss100 kill http; do
   for r in $(seq 1 "$ROUNDS"); do
     echo "== $scenario, round $r/$ROUNDS" >&2
-    target/release/examples/bench_client --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/ours.txt"
+    if [[ $scenario == pinned ]]; then
+      # Sequential 128 B with every process on one core: no cross-core
+      # wake-ups, so the figures are the CPU work and the context switches.
+      # Lines are renamed @pin_<client>.
+      [[ -n "$PIN_OK" ]] || continue
+      taskset -c 0 target/release/examples/bench_client --server "$SERVER" --only seq --sizes 128 --floor-variants "${ARGS[@]}" \
+        | sed -n 's/^@\([a-z_]*\) seq_128_p50_us /@pin_\1 seq_128_p50_us /p' >> "$RAW/ours.txt"
+      for mode in native blockon; do
+        who=rmcp; [[ $mode == blockon ]] && who=rmcp-blockon
+        taskset -c 0 benches/peers/target/release/rmcp-bench --server "$SERVER" --mode $mode --only seq "${ARGS[@]}" \
+          | sed -n "s/^@$who seq_128_p50_us /@pin_$who seq_128_p50_us /p" >> "$RAW/rmcp.txt"
+      done
+      continue
+    fi
+    extra=()
+    [[ $scenario == seq ]] && extra=(--floor-variants)
+    target/release/examples/bench_client --server "$SERVER" --only "$scenario" "${extra[@]}" "${ARGS[@]}" >> "$RAW/ours.txt"
     benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt"
     benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt"
     if [[ -n "$PY_OK" ]]; then
@@ -154,6 +172,23 @@ for key, label, unit, _lower in ROWS:
 P("")
 P("Ratios are ours ÷ theirs: below 1 is better for times, above 1 is better for calls/s.")
 P("")
+# The floor taken apart: what a timed wait, the JSON work and a reader
+# thread cost on this machine, unpinned and with every process on one core.
+BREAK = [("floor", "raw floor: write + read"),
+         ("floor_poll", "floor + poll before the read (a timed wait)"),
+         ("floor_json", "floor + poll + request and reply through serde_json::Value"),
+         ("floor_thread", "floor + a reader thread handing the reply over"),
+         ("ours", "skald-mcp"), ("rmcp", "rmcp native"), ("rmcp-blockon", "rmcp block_on")]
+if get("floor_poll", "seq_128_p50_us") is not None:
+    P("Sequential tools/call 128 B, p50, the floor taken apart (same run):")
+    P("")
+    P("| step | unpinned µs | ÷ floor | one core (`taskset -c 0`) µs | ÷ floor |")
+    P("|---|---:|---:|---:|---:|")
+    k = "seq_128_p50_us"
+    for who, label in BREAK:
+        u, pn = get(who, k), get("pin_" + who, k)
+        P(f"| {label} | {fmt(u)} | {ratio(u, get('floor', k))} | {fmt(pn)} | {ratio(pn, get('pin_floor', k))} |")
+    P("")
 P("Store (`examples/store_bench`):")
 P("")
 P("| scenario | events/s |")
@@ -171,6 +206,12 @@ s, f, r = o("seq_128_p50_us"), get("floor", "seq_128_p50_us"), get("rmcp", "seq_
 if None not in (s, f, r):
     T.append((f"sequential stdio p50 (128 B) ≤ 1.25 × floor: {s:.1f} µs vs {1.25 * f:.1f} µs (floor {f:.1f})", s <= 1.25 * f))
     T.append((f"sequential stdio p50 (128 B) < rmcp: {s:.1f} µs vs {r:.1f} µs", s < r))
+ps, pf, pr = get("pin_ours", "seq_128_p50_us"), get("pin_floor", "seq_128_p50_us"), get("pin_rmcp", "seq_128_p50_us")
+pj = get("pin_floor_json", "seq_128_p50_us")
+if None not in (ps, pf, pr, pj):
+    T.append((f"one core: sequential p50 (128 B) ≤ 1.25 × floor: {ps:.1f} µs vs {1.25 * pf:.1f} µs "
+              f"(floor {pf:.1f}; floor + poll + serde_json alone {pj:.1f} = {pj / pf:.2f} × floor)", ps <= 1.25 * pf))
+    T.append((f"one core: sequential p50 (128 B) < rmcp: {ps:.1f} µs vs {pr:.1f} µs", ps < pr))
 for k in (8, 64):
     ok, rn, rb = o(f"tput_{k}"), get("rmcp", f"tput_{k}"), get("rmcp-blockon", f"tput_{k}")
     if None not in (ok, rn, rb):
