@@ -691,6 +691,9 @@ fn ours_start50(server: &str) -> Duration {
 
 /// Runs in a fresh process: 100 connected servers, one call each.
 fn child_rss100(server: &str) {
+    // One server first, closed at once: it starts the process-wide thread
+    // (`skald-mcp-spawner`), which is not a per-server thread.
+    drop(connect(server, "warm"));
     let threads_before = proc_status("Threads:");
     let servers: Vec<McpServer> = (0..100)
         .map(|i| connect(server, &format!("s{i}")))
