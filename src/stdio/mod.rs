@@ -25,8 +25,7 @@
 //! child: no zombies, no orphans.
 
 use std::io::{self, BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
+use std::process::{ChildStderr, ChildStdin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -47,8 +46,10 @@ use crate::log::LogTag;
 use crate::peer::{client_capabilities, InlineRead, Outbound, Peer, SendFailure};
 
 mod reader;
+mod spawn;
 
 use reader::{reader_loop, StdoutShared};
+use spawn::{Proc, Spawned, Spec};
 
 /// How long `Drop` and `close()` wait for the I/O threads to finish after
 /// the child is dead, before leaving them detached.
@@ -285,7 +286,7 @@ impl Outbound for StdioOutbound {
 pub struct McpServer {
     peer: Arc<Peer>,
     writer: Sender<WriterMsg>,
-    child: Arc<Mutex<Option<Child>>>,
+    child: Arc<Mutex<Option<Proc>>>,
     pid: u32,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Disconnected when the stdout reader has finished.
@@ -328,34 +329,37 @@ fn signal_group(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// Where children are forked. On Linux every child asks the kernel for
-/// `SIGKILL` when its parent dies (`PR_SET_PDEATHSIG`), so a host that is
-/// itself SIGKILLed does not leave its servers behind. The kernel sends that
-/// signal when the *thread* that forked the child exits, not the process, so
-/// children are forked by one process-wide thread that never exits
-/// (`skald-mcp-spawner`) rather than by the caller's thread, which may be
+/// Where children are started (see `spawn.rs` for how). On Linux every
+/// child asks the kernel for `SIGKILL` when its parent dies
+/// (`PR_SET_PDEATHSIG`), so a host that is itself SIGKILLed does not leave
+/// its servers behind. The kernel sends that signal when the *thread* that
+/// created the child exits, not the process, so children are created by one
+/// process-wide thread that never exits (`skald-mcp-spawner`) rather than by
+/// the caller's thread, which may be
 /// short-lived (the manager connects from threads of its own). Only the
 /// direct child is covered: grandchildren in its group are killed by
 /// `close()`/`Drop`, not by the kernel.
 mod spawner {
     use std::io;
-    use std::process::{Child, Command};
     use std::sync::OnceLock;
 
     use crossbeam_channel::{bounded, unbounded, Sender};
 
+    use super::spawn::{self, Spawned, Spec};
+
     struct Request {
-        cmd: Command,
-        reply: Sender<io::Result<Child>>,
+        spec: Spec,
+        reply: Sender<io::Result<Spawned>>,
     }
 
     /// `None` when the spawner thread could not be started: children are
-    /// then forked by the caller without the death signal.
+    /// then started by the caller's thread (their death signal then follows
+    /// that thread).
     static SPAWNER: OnceLock<Option<Sender<Request>>> = OnceLock::new();
 
-    pub(super) fn spawn(mut cmd: Command) -> io::Result<Child> {
+    pub(super) fn spawn(spec: Spec) -> io::Result<Spawned> {
         if !cfg!(target_os = "linux") {
-            return cmd.spawn();
+            return spawn::spawn(&spec);
         }
         let tx = SPAWNER.get_or_init(|| {
             let (tx, rx) = unbounded::<Request>();
@@ -365,51 +369,24 @@ mod spawner {
                 // The sender lives in a static: this loop never ends, so the
                 // thread never exits before the process does.
                 .spawn(move || {
-                    for mut req in rx {
-                        set_death_signal(&mut req.cmd);
-                        let _ = req.reply.send(req.cmd.spawn());
+                    for req in rx {
+                        let _ = req.reply.send(spawn::spawn(&req.spec));
                     }
                 })
                 .ok()
                 .map(|_| tx)
         });
         let Some(tx) = tx else {
-            return cmd.spawn();
+            return spawn::spawn(&spec);
         };
         let (reply, answer) = bounded(1);
-        if let Err(e) = tx.send(Request { cmd, reply }) {
-            return e.into_inner().cmd.spawn();
+        if let Err(e) = tx.send(Request { spec, reply }) {
+            return spawn::spawn(&e.into_inner().spec);
         }
         answer
             .recv()
             .unwrap_or_else(|_| Err(io::Error::other("the spawner thread is gone")))
     }
-
-    #[cfg(target_os = "linux")]
-    fn set_death_signal(cmd: &mut Command) {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: getpid is always safe.
-        let host = unsafe { libc::getpid() };
-        // SAFETY: the closure runs in the forked child before exec and only
-        // makes async-signal-safe syscalls (prctl, getppid).
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The host may have died between fork and prctl.
-                if libc::getppid() != host {
-                    return Err(io::Error::other(
-                        "the host exited while the server was spawned",
-                    ));
-                }
-                Ok(())
-            });
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn set_death_signal(_: &mut Command) {}
 }
 
 /// Reads a stderr line, keeping at most `max` bytes and discarding the rest
@@ -485,26 +462,24 @@ impl McpServer {
         }
         let name = config.name.clone();
         let command = config.command.clone().unwrap_or_default();
-        let env = config.resolved_env()?;
-        let mut cmd = Command::new(&command);
-        cmd.args(&config.args)
-            .envs(&env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(dir) = &config.cwd {
-            cmd.current_dir(dir);
-        }
-        let mut child = spawner::spawn(cmd).map_err(|source| McpError::Spawn {
+        let spec = Spec {
+            program: command.clone(),
+            args: config.args.clone(),
+            env: config.resolved_env()?,
+            cwd: config.cwd.clone(),
+        };
+        let spawned = spawner::spawn(spec).map_err(|source| McpError::Spawn {
             server: name.clone(),
             command: command.clone(),
             source,
         })?;
+        let Spawned {
+            proc: child,
+            stdin,
+            stdout,
+            stderr,
+        } = spawned;
         let pid = child.id();
-        let stdin = child.stdin.take().expect("stdin was piped");
-        let stdout = child.stdout.take().expect("stdout was piped");
-        let stderr = child.stderr.take().expect("stderr was piped");
         let child = Arc::new(Mutex::new(Some(child)));
 
         let shared = StdinShared::new(stdin).and_then(|i| Ok((i, StdoutShared::new(stdout)?)));
@@ -537,7 +512,7 @@ impl McpServer {
         let (reader_done_tx, reader_done) = bounded::<()>(0);
         let (all_done_tx, all_done) = bounded::<()>(0);
 
-        let kill_all = |child: &Arc<Mutex<Option<Child>>>| {
+        let kill_all = |child: &Arc<Mutex<Option<Proc>>>| {
             signal_group(pid, libc::SIGKILL);
             if let Some(mut c) = child.lock().take() {
                 let _ = c.wait();

@@ -30,7 +30,7 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::process::{Child, ChildStdout};
+use std::process::ChildStdout;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -371,7 +371,7 @@ fn poll_fds(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::Result<(
 
 /// The child's exit status, if it is reaped within a moment of its stdout
 /// closing.
-fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
+fn exit_description(child: &Arc<Mutex<Option<super::spawn::Proc>>>) -> Option<String> {
     // The child closes stdout a moment before it is reaped; look briefly,
     // often at first (it is usually a matter of microseconds).
     let deadline = Instant::now() + Duration::from_millis(50);
@@ -398,7 +398,7 @@ fn exit_description(child: &Arc<Mutex<Option<Child>>>) -> Option<String> {
 pub(super) fn reader_loop(
     shared: &StdoutShared,
     peer: &Arc<Peer>,
-    child: &Arc<Mutex<Option<Child>>>,
+    child: &Arc<Mutex<Option<super::spawn::Proc>>>,
     closing: &AtomicBool,
     pid: u32,
 ) {

@@ -1,0 +1,472 @@
+//! Starting a server process: pipes, its own process group, and (Linux) a
+//! death signal, without copying the host's address space.
+//!
+//! `std::process::Command` forks when it must run code in the child before
+//! `exec` (`pre_exec`), which the death signal needs. Forking a host with a
+//! hundred busy threads is slow: the kernel copies its page tables and
+//! sends every core a TLB shoot-down (a third of all samples when fifty
+//! servers start at once). So on Linux the child is started with
+//! `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` does: it borrows the
+//! parent's memory (the calling thread waits) and runs a few
+//! async-signal-safe calls on a stack of its own before `execve`:
+//! default signal handlers and an empty mask, `PR_SET_PDEATHSIG`, its own
+//! process group, the three pipes on fds 0-2, the working directory. An
+//! error before `execve` comes back as an `errno` on a close-on-exec pipe.
+//! Elsewhere `Command` spawns it.
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
+
+/// What to start.
+pub(super) struct Spec {
+    pub(super) program: String,
+    pub(super) args: Vec<String>,
+    /// Set on top of the host's environment.
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) cwd: Option<std::path::PathBuf>,
+}
+
+/// A started server: its process and the host's ends of its pipes.
+#[derive(Debug)]
+pub(super) struct Spawned {
+    pub(super) proc: Proc,
+    pub(super) stdin: ChildStdin,
+    pub(super) stdout: ChildStdout,
+    pub(super) stderr: ChildStderr,
+}
+
+/// A child process, reaped with `waitpid` (once).
+#[derive(Debug)]
+pub(super) struct Proc {
+    pid: libc::pid_t,
+    status: Option<ExitStatus>,
+}
+
+impl Proc {
+    /// The process id (also its process group id).
+    pub(super) fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// The exit status if the child has exited (it is then reaped).
+    pub(super) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.wait_flags(libc::WNOHANG)
+    }
+
+    /// Waits for the child to exit and reaps it.
+    pub(super) fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.wait_flags(0)
+            .map(|s| s.expect("waitpid without WNOHANG returns a status"))
+    }
+
+    fn wait_flags(&mut self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
+        if let Some(s) = self.status {
+            return Ok(Some(s));
+        }
+        loop {
+            let mut st: libc::c_int = 0;
+            // SAFETY: waits for our own child; `st` is a valid out-pointer.
+            let r = unsafe { libc::waitpid(self.pid, &mut st, flags) };
+            if r == self.pid {
+                let s = ExitStatus::from_raw(st);
+                self.status = Some(s);
+                return Ok(Some(s));
+            }
+            if r == 0 {
+                return Ok(None);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Starts `spec` with its stdin, stdout and stderr piped.
+pub(super) fn spawn(spec: &Spec) -> io::Result<Spawned> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::spawn(spec)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        spawn_with_command(spec)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn spawn_with_command(spec: &Spec) -> io::Result<Spawned> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .envs(&spec.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(dir) = &spec.cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn()?;
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+        unreachable!("all three were piped");
+    };
+    // The `Child` is only a pid: it neither kills nor reaps when dropped,
+    // and `Proc` reaps it.
+    Ok(Spawned {
+        proc: Proc {
+            pid: child.id() as libc::pid_t,
+            status: None,
+        },
+        stdin,
+        stdout,
+        stderr,
+    })
+}
+
+/// A pipe whose both ends are close-on-exec.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both were just returned to us and are owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn cstring(s: impl Into<Vec<u8>>, what: &str) -> io::Result<CString> {
+    CString::new(s).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what} contains a NUL byte"),
+        )
+    })
+}
+
+/// The program as `execve` wants it: a path with a `/` is taken as it is
+/// (relative to the working directory, after the child changed to it);
+/// otherwise the first executable file named so in `PATH` (the child's
+/// `PATH` when the config sets one).
+fn resolve(program: &str, path_var: Option<&OsStr>) -> io::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    if program.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "empty command"));
+    }
+    if program.contains('/') {
+        return cstring(program, "the command");
+    }
+    let default = OsString::from("/usr/local/bin:/usr/bin:/bin");
+    let dirs = path_var.unwrap_or(&default);
+    for dir in std::env::split_paths(dirs) {
+        let candidate = if dir.as_os_str().is_empty() {
+            Path::new(".").join(program)
+        } else {
+            dir.join(program)
+        };
+        let c = cstring(candidate.as_os_str().as_bytes(), "PATH")?;
+        let is_file = std::fs::metadata(&candidate).is_ok_and(|m| m.is_file());
+        // SAFETY: access(2) on a valid C string.
+        if is_file && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 {
+            return Ok(c);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{program}: not found in PATH"),
+    ))
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// Size of the stack the child runs on until `execve`.
+    const CHILD_STACK: usize = 64 * 1024;
+
+    /// What the child reads; everything prepared by the parent, so the
+    /// child allocates nothing.
+    struct ChildArgs {
+        path: *const libc::c_char,
+        argv: *const *const libc::c_char,
+        envp: *const *const libc::c_char,
+        cwd: *const libc::c_char,
+        /// Child-side pipe ends for fds 0, 1, 2.
+        fds: [RawFd; 3],
+        /// Where an error before `execve` is reported.
+        err: RawFd,
+        host: libc::pid_t,
+    }
+
+    pub(super) fn spawn(spec: &Spec) -> io::Result<Spawned> {
+        // Everything the child needs, as C data.
+        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+        for (k, v) in &spec.env {
+            env.insert(k.into(), v.into());
+        }
+        let path = resolve(
+            &spec.program,
+            env.get(OsStr::new("PATH")).map(|p| p.as_os_str()),
+        )?;
+        let mut argv_c = vec![cstring(spec.program.as_str(), "the command")?];
+        for a in &spec.args {
+            argv_c.push(cstring(a.as_str(), "an argument")?);
+        }
+        let envp_c = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                cstring(kv, "an environment variable")
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let cwd_c = spec
+            .cwd
+            .as_ref()
+            .map(|d| cstring(d.as_os_str().as_bytes(), "the working directory"))
+            .transpose()?;
+        let argv: Vec<*const libc::c_char> = argv_c
+            .iter()
+            .map(|c| c.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        let envp: Vec<*const libc::c_char> = envp_c
+            .iter()
+            .map(|c| c.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+
+        let (in_r, in_w) = pipe()?;
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
+        let (report_r, report_w) = pipe()?;
+        let args = ChildArgs {
+            path: path.as_ptr(),
+            argv: argv.as_ptr(),
+            envp: envp.as_ptr(),
+            cwd: cwd_c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+            fds: [in_r.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
+            err: report_w.as_raw_fd(),
+            // SAFETY: getpid is always safe.
+            host: unsafe { libc::getpid() },
+        };
+        let mut stack = vec![0u8; CHILD_STACK];
+        // SAFETY: the top of our own allocation, aligned down to 16 bytes
+        // as the ABI wants.
+        let top = unsafe { stack.as_mut_ptr().add(CHILD_STACK) };
+        let top = ((top as usize) & !15) as *mut libc::c_void;
+
+        // No signal handler of the host may run in the child while it
+        // borrows the host's memory: block everything around the clone
+        // (the child resets the handlers before unblocking).
+        // SAFETY: plain signal-mask calls with valid sets.
+        let pid = unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            let pid = libc::clone(
+                child_main,
+                top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                &args as *const ChildArgs as *mut libc::c_void,
+            );
+            let clone_err = io::Error::last_os_error();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            if pid < 0 {
+                return Err(clone_err);
+            }
+            pid
+        };
+        // The child has exec'd or exited: its stack and arguments are free.
+        drop(stack);
+        drop((in_r, out_w, err_w, report_w));
+        let mut proc = Proc { pid, status: None };
+        let mut errno = [0u8; 4];
+        let mut got = 0;
+        while got < errno.len() {
+            // SAFETY: reads into our own buffer from our own pipe.
+            let n = unsafe {
+                libc::read(
+                    report_r.as_raw_fd(),
+                    errno[got..].as_mut_ptr().cast(),
+                    errno.len() - got,
+                )
+            };
+            if n > 0 {
+                got += n as usize;
+            } else if n == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+        if got == errno.len() {
+            let _ = proc.wait();
+            return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
+        }
+        Ok(Spawned {
+            proc,
+            stdin: ChildStdin::from(in_w),
+            stdout: ChildStdout::from(out_r),
+            stderr: ChildStderr::from(err_r),
+        })
+    }
+
+    /// Reports `errno` to the parent and exits without running anything of
+    /// the host's.
+    unsafe fn fail(a: &ChildArgs) -> ! {
+        let e = *libc::__errno_location();
+        let b = e.to_ne_bytes();
+        libc::write(a.err, b.as_ptr().cast(), b.len());
+        libc::_exit(127)
+    }
+
+    /// Runs in the child on its own stack, sharing the parent's memory
+    /// until `execve`: only async-signal-safe calls, no allocation.
+    extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` points at the parent's `ChildArgs`, alive until the
+        // parent resumes, which is after this process exec'd or exited.
+        unsafe {
+            let a = &*(arg as *const ChildArgs);
+            // Default handlers (ignored signals stay ignored, except
+            // SIGPIPE, as std does), then the death signal.
+            // Signal numbers 1..=64; invalid ones just fail.
+            for sig in 1..65 {
+                if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+                    continue;
+                }
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                    && (old.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE)
+                {
+                    let mut dfl: libc::sigaction = std::mem::zeroed();
+                    dfl.sa_sigaction = libc::SIG_DFL;
+                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                }
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
+                fail(a);
+            }
+            // The host may have died before the death signal was armed.
+            if libc::getppid() != a.host {
+                *libc::__errno_location() = libc::ESRCH;
+                fail(a);
+            }
+            if libc::setpgid(0, 0) == -1 {
+                fail(a);
+            }
+            for (target, &fd) in a.fds.iter().enumerate() {
+                let target = target as RawFd;
+                if fd == target {
+                    // dup2 onto itself keeps close-on-exec: clear it.
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                        fail(a);
+                    }
+                } else if libc::dup2(fd, target) == -1 {
+                    fail(a);
+                }
+            }
+            if !a.cwd.is_null() && libc::chdir(a.cwd) == -1 {
+                fail(a);
+            }
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            libc::execve(a.path, a.argv, a.envp);
+            fail(a)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read};
+
+    fn spec(program: &str, args: &[&str]) -> Spec {
+        Spec {
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        }
+    }
+
+    #[test]
+    fn env_cwd_pipes_and_exit_status() {
+        let mut s = spec(
+            "sh",
+            &[
+                "-c",
+                "echo \"$SKALD_T\"; pwd; echo err >&2; read x; echo \"$x\"; exit 3",
+            ],
+        );
+        s.env.insert("SKALD_T".into(), "from the config".into());
+        s.cwd = Some("/".into());
+        let mut c = spawn(&s).unwrap();
+        use std::io::Write;
+        writeln!(c.stdin, "through stdin").unwrap();
+        drop(c.stdin);
+        let mut out = String::new();
+        BufReader::new(c.stdout).read_to_string(&mut out).unwrap();
+        assert_eq!(out, "from the config\n/\nthrough stdin\n");
+        let mut err = String::new();
+        BufReader::new(c.stderr).read_line(&mut err).unwrap();
+        assert_eq!(err, "err\n");
+        let status = c.proc.wait().unwrap();
+        assert_eq!(status.code(), Some(3));
+        // Reaped once; asking again gives the same status.
+        assert_eq!(c.proc.try_wait().unwrap(), Some(status));
+    }
+
+    #[test]
+    fn own_process_group_no_blocked_or_ignored_signals() {
+        let mut c = spawn(&spec("sleep", &["30"])).unwrap();
+        let pid = c.proc.id() as libc::pid_t;
+        // SAFETY: getpgid on our own child.
+        assert_eq!(unsafe { libc::getpgid(pid) }, pid);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+                .unwrap()
+        };
+        assert_eq!(field("SigBlk:"), 0, "the host's blocked mask leaked");
+        // The Rust runtime ignores SIGPIPE in the host; the child must not.
+        assert_eq!(field("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0);
+        // SAFETY: kill our own child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        assert_eq!(c.proc.wait().unwrap().signal(), Some(libc::SIGKILL));
+        drop((c.stdin, c.stdout, c.stderr));
+    }
+
+    #[test]
+    fn errors_before_exec_are_reported() {
+        let e = spawn(&spec("/nonexistent/skald-server", &[])).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        let e = spawn(&spec("skald-no-such-command-anywhere", &[])).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        let plain = std::env::temp_dir().join(format!("skald-not-exec-{}", std::process::id()));
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let e = spawn(&spec(plain.to_str().unwrap(), &[])).unwrap_err();
+        let _ = std::fs::remove_file(&plain);
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        let mut s = spec("sh", &["-c", "true"]);
+        s.cwd = Some("/nonexistent-dir".into());
+        let e = spawn(&s).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        let e = spawn(&spec("sh", &["a\0b"])).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+    }
+}
