@@ -109,9 +109,19 @@ fn oauth_options(scenario: &str, context: &Value) -> skald_mcp::auth::OAuthOptio
         client_metadata_url: Some(CONFORMANCE_CLIENT_METADATA_URL.to_owned()),
         grant: if scenario.contains("client-credentials") {
             skald_mcp::auth::Grant::ClientCredentials
+        } else if scenario.contains("cross-app-access") {
+            skald_mcp::auth::Grant::CrossAppAccess
         } else {
             skald_mcp::auth::Grant::AuthorizationCode
         },
+        identity: s("idp_id_token")
+            .zip(s("idp_token_endpoint"))
+            .map(|(id_token, endpoint)| skald_mcp::auth::IdentityAssertion {
+                idp_token_endpoint: endpoint,
+                id_token,
+                idp_client_id: s("idp_client_id"),
+                idp_client_secret: s("idp_client_secret"),
+            }),
         ..skald_mcp::auth::OAuthOptions::default()
     }
 }

@@ -18,7 +18,14 @@ Endpoints (one process plays both roles):
                                               redirect_uri with code and state
   POST /token                                 authorization_code (checks the verifier against the
                                               challenge, the resource and the client), refresh_token,
-                                              client_credentials
+                                              client_credentials, and the JWT bearer grant
+                                              (urn:ietf:params:oauth:grant-type:jwt-bearer) of an
+                                              ID-JAG the IdP below issued for this AS and resource
+  POST /idp/token                             an enterprise identity provider (SEP-990): RFC 8693
+                                              token exchange of the ID token "id-token-alice"
+                                              (subject_token_type id_token) for an ID-JAG
+                                              (requested_token_type id-jag, audience = this AS,
+                                              resource = this server's /mcp)
   GET  /_received                             JSON list of every request seen (method, path,
                                               headers, query, form) for the tests
 
@@ -32,6 +39,8 @@ Modes:
   always_401    /mcp answers 401 even with a valid token
   never_admin   tokens never get mcp:admin, so step-up never succeeds
   no_pkce       AS metadata omits code_challenge_methods_supported
+  idp_refuses   /idp/token answers 400 invalid_grant
+  idp_wrong_type  /idp/token issues an access_token type instead of an ID-JAG
 """
 
 import argparse
@@ -45,7 +54,11 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-STATE = {"mode": "default", "received": [], "clients": {}, "codes": {}, "tokens": {}, "refresh": {}}
+STATE = {"mode": "default", "received": [], "clients": {}, "codes": {}, "tokens": {}, "refresh": {},
+         "jags": {}}
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 LOCK = threading.Lock()
 
 
@@ -106,7 +119,8 @@ class Handler(BaseHTTPRequestHandler):
                 "token_endpoint": self.base() + "/token",
                 "registration_endpoint": self.base() + "/register",
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials",
+                                          JWT_BEARER],
                 "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
                 "code_challenge_methods_supported": ["S256"],
             }
@@ -133,10 +147,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         u = urllib.parse.urlsplit(self.path)
         raw = self.read_body()
-        if u.path in ("/token",):
+        if u.path in ("/token", "/idp/token"):
             form = dict(urllib.parse.parse_qsl(raw.decode()))
             self.record(form=form)
-            return self.token(form)
+            return self.token(form) if u.path == "/token" else self.idp_token(form)
         try:
             body = json.loads(raw or b"null")
         except ValueError:
@@ -186,6 +200,23 @@ class Handler(BaseHTTPRequestHandler):
             resp["scope"] = scope
         return resp
 
+    def idp_token(self, form):
+        """The identity provider: ID token -> ID-JAG (RFC 8693 token exchange)."""
+        if STATE["mode"] == "idp_refuses":
+            return self.send_json(400, {"error": "invalid_grant", "error_description": "user not entitled"})
+        want = {"grant_type": TOKEN_EXCHANGE, "subject_token": "id-token-alice",
+                "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                "requested_token_type": ID_JAG, "audience": self.base(), "resource": self.base() + "/mcp"}
+        bad = [k for k, v in want.items() if form.get(k) != v]
+        if bad:
+            return self.send_json(400, {"error": "invalid_request", "error_description": "bad " + ",".join(bad)})
+        jag = "jag-" + secrets.token_hex(8)
+        with LOCK:
+            STATE["jags"][jag] = {"sub": "alice", "aud": form["audience"], "resource": form["resource"],
+                                  "scope": form.get("scope", "")}
+        issued = "urn:ietf:params:oauth:token-type:access_token" if STATE["mode"] == "idp_wrong_type" else ID_JAG
+        return self.send_json(200, {"access_token": jag, "issued_token_type": issued, "token_type": "N_A"})
+
     def token(self, form):
         cid = self.client_auth(form)
         if cid is None:
@@ -214,6 +245,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, self.issue(cid, r["scope"]))
         if gt == "client_credentials":
             return self.send_json(200, self.issue(cid, form.get("scope", "")))
+        if gt == JWT_BEARER:
+            with LOCK:
+                j = STATE["jags"].pop(form.get("assertion", ""), None)
+            if j is None or j["aud"] != self.base() or j["resource"] != self.base() + "/mcp":
+                return self.send_json(400, {"error": "invalid_grant"})
+            return self.send_json(200, self.issue(cid, form.get("scope", j["scope"])))
         return self.send_json(400, {"error": "unsupported_grant_type"})
 
     def mcp(self, msg):

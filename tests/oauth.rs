@@ -296,6 +296,87 @@ fn client_credentials_grant() {
         .any(|m| m["path"] == "/token" && m["form"]["grant_type"] == "client_credentials"));
 }
 
+fn cross_app(s: &Server) -> OAuthOptions {
+    OAuthOptions {
+        client_id: Some("pre-enterprise".into()),
+        client_secret: Some("pre-secret".into()),
+        grant: skald_mcp::auth::Grant::CrossAppAccess,
+        identity: Some(skald_mcp::auth::IdentityAssertion {
+            idp_token_endpoint: format!("http://127.0.0.1:{}/idp/token", s.port),
+            id_token: "id-token-alice".into(),
+            idp_client_id: Some("idp-client".into()),
+            idp_client_secret: None,
+        }),
+        ..OAuthOptions::default()
+    }
+}
+
+/// SEP-990: the ID token is exchanged at the IdP for an ID-JAG naming this
+/// authorization server and resource, which the authorization server takes
+/// as a JWT bearer grant from the authenticated client. No browser.
+#[test]
+fn cross_app_access_exchanges_the_id_token_then_presents_the_grant() {
+    let s = start("default");
+    let c = connect(&s, cross_app(&s)).unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("pre-enterprise"));
+    let r = s.received();
+    assert!(!r.iter().any(|m| m["path"] == "/authorize"));
+    let exchange = r
+        .iter()
+        .find(|m| m["path"] == "/idp/token")
+        .expect("a token exchange at the IdP");
+    let f = &exchange["form"];
+    assert_eq!(
+        f["grant_type"],
+        "urn:ietf:params:oauth:grant-type:token-exchange"
+    );
+    assert_eq!(f["subject_token"], "id-token-alice");
+    assert_eq!(f["client_id"], "idp-client");
+    let grant = r
+        .iter()
+        .find(|m| m["path"] == "/token")
+        .expect("a JWT bearer grant at the AS");
+    assert_eq!(
+        grant["form"]["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert!(grant["form"]["assertion"]
+        .as_str()
+        .unwrap()
+        .starts_with("jag-"));
+    let auth = grant["headers"]["authorization"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(auth.starts_with("Basic "), "client_secret_basic: {auth:?}");
+}
+
+#[test]
+fn cross_app_access_failures_are_typed_auth_errors() {
+    for (mode, want) in [
+        ("idp_refuses", "user not entitled"),
+        ("idp_wrong_type", "not an identity assertion grant"),
+    ] {
+        let s = start(mode);
+        match connect(&s, cross_app(&s)) {
+            Err(McpError::Auth { message, .. }) => {
+                assert!(message.contains(want), "{mode}: {message}")
+            }
+            other => panic!("{mode}: expected an Auth error, got {other:?}"),
+        }
+    }
+    let s = start("default");
+    let opts = OAuthOptions {
+        identity: None,
+        ..cross_app(&s)
+    };
+    match connect(&s, opts) {
+        Err(McpError::Auth { message, .. }) => {
+            assert!(message.contains("OAuthOptions::identity"), "{message}")
+        }
+        other => panic!("expected an Auth error, got {other:?}"),
+    }
+}
+
 #[test]
 fn tokens_persist_in_the_sqlite_store_across_reopening() {
     let s = start("default");

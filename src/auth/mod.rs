@@ -15,7 +15,10 @@
 //! 3. runs the authorization-code flow with PKCE S256 and a checked
 //!    `state`, with the `resource` parameter (RFC 8707) and the scope from
 //!    the challenge, else `scopes_supported`, else none — or, for machine
-//!    clients, the client-credentials grant;
+//!    clients, the client-credentials grant, or, for enterprise-managed
+//!    clients, cross-app access ([`Grant::CrossAppAccess`]: the user's ID
+//!    token exchanged at the identity provider for an ID-JAG, presented as a
+//!    JWT bearer grant);
 //! 4. keeps the tokens in a [`TokenStore`], refreshes them when they expire,
 //!    and steps the scope up on `403 insufficient_scope`, a bounded number
 //!    of times.
@@ -344,7 +347,47 @@ pub enum Grant {
     AuthorizationCode,
     /// Client credentials: a machine client with a pre-registered secret.
     ClientCredentials,
+    /// Cross-app access (Enterprise-Managed Authorization, SEP-990): the
+    /// user's identity-provider ID token is exchanged at the IdP for an
+    /// identity assertion grant (ID-JAG, RFC 8693 token exchange), which the
+    /// MCP server's authorization server takes as a JWT bearer grant
+    /// (RFC 7523). No browser. Needs [`OAuthOptions::identity`] and a
+    /// client pre-registered with the authorization server.
+    CrossAppAccess,
 }
+
+/// The user's enterprise identity, for [`Grant::CrossAppAccess`].
+#[derive(Clone)]
+pub struct IdentityAssertion {
+    /// The identity provider's token endpoint (where the exchange happens).
+    pub idp_token_endpoint: String,
+    /// The user's ID token from the identity provider (a JWT).
+    pub id_token: String,
+    /// This client's id at the identity provider.
+    pub idp_client_id: Option<String>,
+    /// This client's secret at the identity provider (HTTP Basic), if any.
+    pub idp_client_secret: Option<String>,
+}
+
+impl fmt::Debug for IdentityAssertion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdentityAssertion")
+            .field("idp_token_endpoint", &self.idp_token_endpoint)
+            .field("id_token", &"<redacted>")
+            .field("idp_client_id", &self.idp_client_id)
+            .field(
+                "idp_client_secret",
+                &self.idp_client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// RFC 8693 and SEP-990 names used by [`Grant::CrossAppAccess`].
+const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
 /// How a client authorizes with OAuth.
 #[derive(Clone)]
@@ -374,6 +417,8 @@ pub struct OAuthOptions {
     pub token_store: Arc<dyn TokenStore>,
     /// How many `403 insufficient_scope` step-ups one connection attempts.
     pub max_step_ups: u32,
+    /// The user's identity-provider token, for [`Grant::CrossAppAccess`].
+    pub identity: Option<IdentityAssertion>,
 }
 
 impl fmt::Debug for OAuthOptions {
@@ -392,6 +437,7 @@ impl fmt::Debug for OAuthOptions {
             .field("redirect_uri", &self.redirect_uri)
             .field("scope", &self.scope)
             .field("grant", &self.grant)
+            .field("identity", &self.identity)
             .finish()
     }
 }
@@ -410,6 +456,7 @@ impl Default for OAuthOptions {
             authorizer: Arc::new(HeadlessAuthorizer::default()),
             token_store: Arc::new(MemoryTokenStore::default()),
             max_step_ups: AUTH_MAX_STEP_UPS,
+            identity: None,
         }
     }
 }
@@ -806,6 +853,15 @@ impl OAuthClient {
         }
         let client = self.client_identity(&meta)?;
         let tokens = match self.opts.grant {
+            Grant::CrossAppAccess => {
+                let jag = self.exchange_identity(&meta, &resource, scope.as_deref())?;
+                let mut form: Vec<(&str, &str)> =
+                    vec![("grant_type", JWT_BEARER_GRANT), ("assertion", &jag)];
+                if let Some(s) = &scope {
+                    form.push(("scope", s));
+                }
+                self.token_request(&meta, &client, form)?
+            }
             Grant::ClientCredentials => {
                 let mut form: Vec<(&str, &str)> = vec![
                     ("grant_type", "client_credentials"),
@@ -886,6 +942,76 @@ impl OAuthClient {
         self.state.lock().stored = Some(stored);
         ::log::info!(target: "mcp_client", "[{}] authorized with OAuth", self.server);
         Ok(())
+    }
+
+    /// Exchanges the user's ID token at the identity provider for an
+    /// identity assertion grant (ID-JAG) meant for `meta`'s authorization
+    /// server and `resource` (RFC 8693; SEP-990).
+    fn exchange_identity(
+        &self,
+        meta: &AuthServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+    ) -> Result<String> {
+        let id = self
+            .opts
+            .identity
+            .as_ref()
+            .ok_or_else(|| self.err("cross-app access needs OAuthOptions::identity"))?;
+        let audience = meta.issuer.clone().ok_or_else(|| {
+            self.err("cross-app access needs the authorization server's issuer (from its metadata)")
+        })?;
+        let mut form: Vec<(&str, &str)> = vec![
+            ("grant_type", TOKEN_EXCHANGE_GRANT),
+            ("requested_token_type", ID_JAG_TOKEN_TYPE),
+            ("subject_token", &id.id_token),
+            ("subject_token_type", ID_TOKEN_TYPE),
+            ("audience", &audience),
+            ("resource", resource),
+        ];
+        if let Some(s) = scope {
+            form.push(("scope", s));
+        }
+        let mut rb = self
+            .agent
+            .post(&id.idp_token_endpoint)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Accept", "application/json");
+        match (&id.idp_client_id, &id.idp_client_secret) {
+            (Some(cid), Some(secret)) => {
+                let creds = format!("{}:{}", url::encode(cid), url::encode(secret));
+                let b64 = base64::engine::general_purpose::STANDARD.encode(creds);
+                rb = rb.header("Authorization", format!("Basic {b64}"));
+            }
+            (Some(cid), None) => form.push(("client_id", cid)),
+            _ => {}
+        }
+        let resp = rb.send(url::form(&form).as_bytes()).map_err(|e| {
+            self.err(format!(
+                "the identity provider's token exchange failed: {e}"
+            ))
+        })?;
+        let status = resp.status().as_u16();
+        let v = read_json(resp.into_body())
+            .map_err(|m| self.err(format!("the identity provider's token exchange: {m}")))?;
+        if !(200..300).contains(&status) {
+            return Err(self.err(format!(
+                "the identity provider answered the token exchange with HTTP {status}: {}",
+                error_of(&v)
+            )));
+        }
+        if let Some(t) = v.get("issued_token_type").and_then(Value::as_str) {
+            if t != ID_JAG_TOKEN_TYPE {
+                return Err(self.err(format!(
+                    "the identity provider issued a {t}, not an identity assertion grant"
+                )));
+            }
+        }
+        v.get("access_token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| self.err("the token exchange response has no access_token"))
     }
 
     fn client_identity(&self, meta: &AuthServerMetadata) -> Result<ClientRegistration> {
