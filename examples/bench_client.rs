@@ -294,91 +294,70 @@ fn floor_cold(server: &str) -> Duration {
     t.elapsed()
 }
 
-fn floor_seq(server: &str, size: usize, n: usize) -> Vec<Duration> {
-    let mut p = RawPipe::spawn(server);
-    p.handshake();
+/// Warms `call` up (a tenth of `n`, and five), then times `n` calls.
+fn timed(n: usize, mut call: impl FnMut()) -> Vec<Duration> {
     for _ in 0..n / 10 + 5 {
-        p.call(size);
+        call();
     }
     (0..n)
         .map(|_| {
             let t = Instant::now();
-            p.call(size);
+            call();
             t.elapsed()
         })
         .collect()
+}
+
+/// Waits with `poll` until the pipe has a reply (unless one is buffered).
+fn wait_readable(p: &RawPipe) {
+    use std::os::fd::AsRawFd;
+    if p.stdout.buffer().is_empty() {
+        let mut pfd = libc::pollfd {
+            fd: p.stdout.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the open pipe.
+        unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    }
+}
+
+fn floor_seq(server: &str, size: usize, n: usize) -> Vec<Duration> {
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    timed(n, || p.call(size))
 }
 
 /// [`floor_seq`], waiting for each reply with `poll` (as a client that must
 /// honour a timeout does) before the `read`.
 fn floor_seq_poll(server: &str, size: usize, n: usize) -> Vec<Duration> {
-    use std::os::fd::AsRawFd;
     let mut p = RawPipe::spawn(server);
     p.handshake();
-    let fd = p.stdout.get_ref().as_raw_fd();
-    let call = |p: &mut RawPipe| {
+    timed(n, || {
         let b = p.call_bytes(size);
         p.send(&b);
-        if p.stdout.buffer().is_empty() {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd for the open pipe.
-            unsafe { libc::poll(&mut pfd, 1, 10_000) };
-        }
+        wait_readable(&p);
         p.recv();
-    };
-    for _ in 0..n / 10 + 5 {
-        call(&mut p);
-    }
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            call(&mut p);
-            t.elapsed()
-        })
-        .collect()
+    })
 }
 
 /// [`floor_seq_poll`] plus the JSON work no MCP client can skip: the
 /// request serialised from a `serde_json::Value`, the reply parsed into one.
 fn floor_seq_json(server: &str, size: usize, n: usize) -> Vec<Duration> {
-    use std::os::fd::AsRawFd;
     let mut p = RawPipe::spawn(server);
     p.handshake();
-    let fd = p.stdout.get_ref().as_raw_fd();
-    let call = |p: &mut RawPipe| {
+    timed(n, || {
         p.next_id += 1;
         let req = json!({"jsonrpc": "2.0", "id": p.next_id, "method": "tools/call",
             "params": {"name": "echo", "arguments": {"size": size}}});
         let mut b = serde_json::to_vec(&req).unwrap();
         b.push(b'\n');
         p.send(&b);
-        if p.stdout.buffer().is_empty() {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd for the open pipe.
-            unsafe { libc::poll(&mut pfd, 1, 10_000) };
-        }
+        wait_readable(&p);
         p.recv();
         let v: serde_json::Value = serde_json::from_slice(&p.line).unwrap();
         std::hint::black_box(v);
-    };
-    for _ in 0..n / 10 + 5 {
-        call(&mut p);
-    }
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            call(&mut p);
-            t.elapsed()
-        })
-        .collect()
+    })
 }
 
 /// [`floor_seq`] with the reply read by a thread of its own and handed to
@@ -399,21 +378,11 @@ fn floor_seq_thread(server: &str, size: usize, n: usize) -> Vec<Duration> {
             }
         }
     });
-    let call = |p: &mut RawPipe| {
+    let out = timed(n, || {
         let b = p.call_bytes(size);
         p.send(&b);
         rx.recv().expect("a reply");
-    };
-    for _ in 0..n / 10 + 5 {
-        call(&mut p);
-    }
-    let out = (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            call(&mut p);
-            t.elapsed()
-        })
-        .collect();
+    });
     drop(p);
     let _ = reader.join();
     out
@@ -573,16 +542,7 @@ fn floor_http(addr: &str, n: usize) -> Vec<Duration> {
         r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
     );
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"size":128}}}"#;
-    for _ in 0..n / 10 + 5 {
-        http_post(&mut s, addr, "echo-1", body);
-    }
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            http_post(&mut s, addr, "echo-1", body);
-            t.elapsed()
-        })
-        .collect()
+    timed(n, || http_post(&mut s, addr, "echo-1", body))
 }
 
 // ---- skald-mcp -------------------------------------------------------------------
@@ -619,16 +579,7 @@ fn ours_seq(server: &str, size: usize, n: usize) -> Vec<Duration> {
             .len(),
         size
     );
-    for _ in 0..n / 10 + 5 {
-        call(&s, size);
-    }
-    (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            call(&s, size);
-            t.elapsed()
-        })
-        .collect()
+    timed(n, || call(&s, size))
 }
 
 fn ours_tput(server: &str, k: usize, window: Duration) -> f64 {
@@ -736,16 +687,7 @@ fn ours_http(url: &str, n: usize) -> Vec<Duration> {
     )
     .expect("connect over HTTP");
     s.list_tools().unwrap();
-    for _ in 0..n / 10 + 5 {
-        call(&s, 128);
-    }
-    let v = (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            call(&s, 128);
-            t.elapsed()
-        })
-        .collect();
+    let v = timed(n, || call(&s, 128));
     let _ = s.close();
     v
 }

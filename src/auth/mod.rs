@@ -978,11 +978,7 @@ impl OAuthClient {
             .header("Content-Type", "application/x-www-form-urlencoded")
             .header("Accept", "application/json");
         match (&id.idp_client_id, &id.idp_client_secret) {
-            (Some(cid), Some(secret)) => {
-                let creds = format!("{}:{}", url::encode(cid), url::encode(secret));
-                let b64 = base64::engine::general_purpose::STANDARD.encode(creds);
-                rb = rb.header("Authorization", format!("Basic {b64}"));
-            }
+            (Some(cid), Some(secret)) => rb = rb.header("Authorization", basic_auth(cid, secret)),
             (Some(cid), None) => form.push(("client_id", cid)),
             _ => {}
         }
@@ -1158,9 +1154,7 @@ impl OAuthClient {
         match (client.auth_method, &client.client_secret) {
             (TokenEndpointAuth::PrivateKeyJwt, _) => {}
             (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
-                let creds = format!("{}:{}", url::encode(&client.client_id), url::encode(secret));
-                let b64 = base64::engine::general_purpose::STANDARD.encode(creds);
-                rb = rb.header("Authorization", format!("Basic {b64}"));
+                rb = rb.header("Authorization", basic_auth(&client.client_id, secret));
             }
             (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
                 form.push(("client_id", &client.client_id));
@@ -1278,6 +1272,15 @@ fn client_assertion(
     );
     let sig: Signature = key.sign(input.as_bytes());
     Ok(format!("{input}.{}", b64(&sig.to_bytes())))
+}
+
+/// `client_secret_basic` (RFC 6749 §2.3.1: both parts form-encoded first).
+fn basic_auth(client_id: &str, secret: &str) -> String {
+    let creds = format!("{}:{}", url::encode(client_id), url::encode(secret));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(creds)
+    )
 }
 
 fn read_json(body: ureq::Body) -> std::result::Result<Value, String> {

@@ -103,14 +103,8 @@ impl StdinShared {
     fn new(stdin: ChildStdin) -> io::Result<StdinShared> {
         use std::os::fd::AsRawFd;
         let fd = stdin.as_raw_fd();
-        // SAFETY: fcntl on a descriptor we own; O_NONBLOCK applies to our
-        // write end only (the child has its own open file description).
-        unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+        // Our write end only: the child has its own open file description.
+        set_nonblocking(fd)?;
         Ok(StdinShared {
             state: Mutex::new(StdinState {
                 stdin: Some(stdin),
@@ -659,6 +653,18 @@ impl Drop for McpServer {
         let _ = self.writer.try_send(WriterMsg::Close);
         self.reap_and_join();
     }
+}
+
+/// Sets `O_NONBLOCK` on `fd`, a descriptor of ours.
+fn set_nonblocking(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Writes all of `buf` to the non-blocking `fd`, waiting for room with

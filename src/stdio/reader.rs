@@ -41,7 +41,7 @@ use crate::error::McpError;
 use crate::limits::READER_BACKOFF;
 use crate::peer::{InlineRead, Peer};
 
-use super::signal_group;
+use super::{set_nonblocking, signal_group};
 
 /// Outcome of reading one line.
 #[derive(Debug)]
@@ -179,17 +179,10 @@ impl WakePipe {
         let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         for fd in [&rd, &wr] {
             let fd = fd.as_raw_fd();
-            // SAFETY: fcntl on descriptors we own.
-            unsafe {
-                let fl = libc::fcntl(fd, libc::F_GETFL);
-                let fdfl = libc::fcntl(fd, libc::F_GETFD);
-                if fl < 0
-                    || fdfl < 0
-                    || libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) < 0
-                    || libc::fcntl(fd, libc::F_SETFD, fdfl | libc::FD_CLOEXEC) < 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
+            set_nonblocking(fd)?;
+            // SAFETY: fcntl on a descriptor we own.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+                return Err(io::Error::last_os_error());
             }
         }
         Ok(WakePipe { rd, wr })
@@ -226,13 +219,7 @@ impl StdoutShared {
     /// write end) and wraps it.
     pub(super) fn new(stdout: ChildStdout) -> io::Result<StdoutShared> {
         let fd = stdout.as_raw_fd();
-        // SAFETY: fcntl on a descriptor we own.
-        unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+        set_nonblocking(fd)?;
         Ok(StdoutShared {
             fd,
             state: Mutex::new(ReadState {

@@ -132,17 +132,6 @@ fn spawn_with_command(spec: &Spec) -> io::Result<Spawned> {
     })
 }
 
-/// A pipe whose both ends are close-on-exec.
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both were just returned to us and are owned by nothing else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 fn cstring(s: impl Into<Vec<u8>>, what: &str) -> io::Result<CString> {
     CString::new(s).map_err(|_| {
         io::Error::new(
@@ -189,6 +178,17 @@ fn resolve(program: &str, path_var: Option<&OsStr>) -> io::Result<CString> {
 mod linux {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+
+    /// A pipe whose both ends are close-on-exec.
+    fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both were just returned to us and are owned by nothing else.
+        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    }
 
     /// Size of the stack the child runs on until `execve`.
     const CHILD_STACK: usize = 64 * 1024;
