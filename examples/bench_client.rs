@@ -11,7 +11,7 @@
 //! and no threads. Each figure is printed with its ratio to the floor.
 //!
 //! Options: `--quick` (fewer iterations), `--only a,b` (scenario keys:
-//! cold, seq, tput, start50, rss100, kill, http), `--sizes 128,64k,1m`
+//! cold, seq, tput, fanout, start50, rss100, kill, http), `--sizes 128,64k,1m`
 //! (payloads of the sequential scenario), `--floor-variants` (the floor
 //! also with a `poll` before each read, with a reader thread handing each
 //! reply over, and with `poll` plus encoding the request from and parsing
@@ -616,6 +616,45 @@ fn ours_tput(server: &str, k: usize, window: Duration) -> f64 {
     count.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// Calls per second with `k` threads, each calling a server of its own one
+/// call at a time (many lightly used connections, as a manager has).
+fn ours_fanout(server: &str, k: usize, window: Duration) -> f64 {
+    let servers: Vec<_> = (0..k)
+        .map(|i| Arc::new(connect(server, &format!("f{i}"))))
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let barrier = Arc::new(Barrier::new(k + 1));
+    let hs: Vec<_> = servers
+        .iter()
+        .map(|s| {
+            let (s, stop, count, b) = (
+                Arc::clone(s),
+                Arc::clone(&stop),
+                Arc::clone(&count),
+                Arc::clone(&barrier),
+            );
+            thread::spawn(move || {
+                b.wait();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    call(&*s, 128);
+                    n += 1;
+                }
+                count.fetch_add(n, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    thread::sleep(window);
+    stop.store(true, Ordering::Relaxed);
+    for h in hs {
+        h.join().unwrap();
+    }
+    count.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64()
+}
+
 fn ours_start50(server: &str) -> Duration {
     let barrier = Arc::new(Barrier::new(51));
     let hs: Vec<_> = (0..50)
@@ -784,6 +823,20 @@ fn main() {
                 &format!("throughput, {k} in flight (128 B)"),
                 o,
                 Some(f),
+                "calls/s",
+                false,
+            );
+        }
+    }
+
+    if args.wants("fanout") {
+        for k in [8, 32] {
+            let o = ours_fanout(&server, k, args.tput_window());
+            t.add(
+                &format!("fanout_{k}"),
+                &format!("{k} servers, one caller each (128 B)"),
+                o,
+                None,
                 "calls/s",
                 false,
             );

@@ -224,7 +224,7 @@ pub enum OutputSchemaPolicy {
 
 /// How a connection behaves: timeouts, bounds, and where its notifications,
 /// log lines and server requests go. Starts from the constants in
-/// [`limits`](crate::limits).
+/// [`limits`].
 #[derive(Clone)]
 pub struct ClientOptions {
     /// Timeout of `initialize`.
@@ -256,8 +256,9 @@ pub struct ClientOptions {
     /// caller yields the CPU between non-blocking reads instead of sleeping
     /// (stdio). A reply that comes within it is seen without the wake-up of
     /// a sleeping thread (tens of microseconds on a virtual machine); it
-    /// costs up to this much CPU time per call. `Duration::ZERO`: sleep at
-    /// once.
+    /// costs up to this much CPU time per call. At most half the cores'
+    /// worth of callers (at least one) yield at once in the process; the
+    /// others sleep at once. `Duration::ZERO`: sleep at once.
     pub caller_spin: Duration,
     /// Where notifications that the client does not consume itself go.
     /// When `None`, they are logged at debug level and dropped.
