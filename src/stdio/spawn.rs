@@ -190,6 +190,21 @@ mod linux {
         Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
     }
 
+    /// `fd` itself when it is 3 or above, else a close-on-exec duplicate
+    /// that is (the original is closed).
+    fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+        if fd.as_raw_fd() > 2 {
+            return Ok(fd);
+        }
+        // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own.
+        let d = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+        if d < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `d` was just returned to us and is owned by nothing else.
+        Ok(unsafe { OwnedFd::from_raw_fd(d) })
+    }
+
     /// Size of the stack the child runs on until `execve`.
     const CHILD_STACK: usize = 64 * 1024;
 
@@ -250,6 +265,9 @@ mod linux {
         let (out_r, out_w) = pipe()?;
         let (err_r, err_w) = pipe()?;
         let (report_r, report_w) = pipe()?;
+        // A host that closed its own stdin/stdout/stderr gets pipes on fds
+        // 0-2; the child's dup2s onto 0-2 must not overwrite one another.
+        let (in_r, out_w, err_w) = (above_stdio(in_r)?, above_stdio(out_w)?, above_stdio(err_w)?);
         let args = ChildArgs {
             path: path.as_ptr(),
             argv: argv.as_ptr(),
@@ -364,14 +382,11 @@ mod linux {
             if libc::setpgid(0, 0) == -1 {
                 fail(a);
             }
+            // The sources are all 3 or above (`above_stdio`), so no dup2
+            // overwrites a source still to come, and each clears
+            // close-on-exec on its target.
             for (target, &fd) in a.fds.iter().enumerate() {
-                let target = target as RawFd;
-                if fd == target {
-                    // dup2 onto itself keeps close-on-exec: clear it.
-                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                        fail(a);
-                    }
-                } else if libc::dup2(fd, target) == -1 {
+                if libc::dup2(fd, target as RawFd) == -1 {
                     fail(a);
                 }
             }
@@ -449,6 +464,42 @@ mod tests {
         unsafe { libc::kill(pid, libc::SIGKILL) };
         assert_eq!(c.proc.wait().unwrap().signal(), Some(libc::SIGKILL));
         drop((c.stdin, c.stdout, c.stderr));
+    }
+
+    /// A host that closed its own stdin and stderr: the pipes then land on
+    /// fds 0 and 2, and the child must still get them the right way round.
+    /// Runs in a copy of this test binary, which closes them first.
+    #[test]
+    fn works_when_the_host_closed_stdin_and_stderr() {
+        use std::io::Write;
+        const NAME: &str = "stdio::spawn::tests::works_when_the_host_closed_stdin_and_stderr";
+        if std::env::var_os("SKALD_CLOSED_STDIO").is_some() {
+            // SAFETY: closing our own stdin and stderr, in a test process of
+            // our own running this one test.
+            unsafe {
+                libc::close(0);
+                libc::close(2);
+            }
+            let mut c = spawn(&spec("sh", &["-c", "read x; echo \"got $x\"; echo e >&2"])).unwrap();
+            writeln!(c.stdin, "hi").unwrap();
+            drop(c.stdin);
+            let mut out = String::new();
+            BufReader::new(c.stdout).read_to_string(&mut out).unwrap();
+            let mut err = String::new();
+            BufReader::new(c.stderr).read_to_string(&mut err).unwrap();
+            assert!(c.proc.wait().unwrap().success());
+            if out != "got hi\n" || err != "e\n" {
+                std::process::exit(3);
+            }
+            return;
+        }
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--test-threads=1"])
+            .env("SKALD_CLOSED_STDIO", "1")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{status}");
     }
 
     #[test]
