@@ -329,10 +329,7 @@ pub(crate) fn parse_request(
                 .and_then(Value::as_str)
                 .ok_or("url-mode elicitation has no url")?
                 .to_owned(),
-            elicitation_id: params
-                .get("elicitationId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            elicitation_id: crate::json::opt_str(params, "elicitationId"),
         },
         Some(other) => return Err(format!("unknown elicitation mode {other:?}")),
     };

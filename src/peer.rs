@@ -262,10 +262,7 @@ fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo> {
             version: s("version").unwrap_or_default(),
             title: s("title"),
         },
-        instructions: v
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        instructions: crate::json::opt_str(v, "instructions"),
     })
 }
 
@@ -941,10 +938,7 @@ impl Peer {
                         .and_then(Value::as_f64)
                         .unwrap_or(0.0),
                     total: params.get("total").and_then(Value::as_f64),
-                    message: params
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
+                    message: crate::json::opt_str(&params, "message"),
                 };
                 let _ = tx.send(CallEvent::Progress(progress));
             }

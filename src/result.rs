@@ -176,7 +176,7 @@ pub fn classify_content(content: &Value) -> Result<ClassifiedContent, String> {
                 .and_then(Value::as_str)
                 .ok_or_else(|| format!("content[{i}] ({ty}) has no string '{k}'"))
         };
-        let opt = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
+        let opt = |k: &str| crate::json::opt_str(item, k);
         match ty {
             "text" => texts.push(field("text")?),
             "image" | "audio" => {
@@ -198,7 +198,7 @@ pub fn classify_content(content: &Value) -> Result<ClassifiedContent, String> {
                     .and_then(Value::as_str)
                     .ok_or_else(|| format!("content[{i}] (resource) has no uri"))?
                     .to_owned();
-                let mime_type = r.get("mimeType").and_then(Value::as_str).map(str::to_owned);
+                let mime_type = crate::json::opt_str(r, "mimeType");
                 let data = if let Some(blob) = r.get("blob").and_then(Value::as_str) {
                     ResourceData::Blob(b64(blob).map_err(|e| {
                         format!("content[{i}] (resource {uri}) has invalid base64: {e}")

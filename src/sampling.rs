@@ -150,10 +150,7 @@ pub(crate) fn parse_request(
     Ok(SamplingRequest {
         server: server.to_owned(),
         messages,
-        system_prompt: params
-            .get("systemPrompt")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        system_prompt: crate::json::opt_str(params, "systemPrompt"),
         max_tokens: params
             .get("maxTokens")
             .and_then(Value::as_u64)

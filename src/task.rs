@@ -110,10 +110,7 @@ impl CreateTaskResult {
         Some(CreateTaskResult {
             task_id,
             status,
-            status_message: t
-                .get("statusMessage")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            status_message: crate::json::opt_str(t, "statusMessage"),
             poll_interval: ms("pollInterval"),
             ttl: ms("ttl"),
         })

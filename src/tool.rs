@@ -63,7 +63,7 @@ impl ToolAnnotations {
     fn from_json(v: &Value) -> ToolAnnotations {
         let b = |k: &str| v.get(k).and_then(Value::as_bool);
         ToolAnnotations {
-            title: v.get("title").and_then(Value::as_str).map(str::to_owned),
+            title: crate::json::opt_str(v, "title"),
             read_only_hint: b("readOnlyHint"),
             destructive_hint: b("destructiveHint"),
             idempotent_hint: b("idempotentHint"),

@@ -489,13 +489,10 @@ pub struct AuthServerMetadata {
 impl AuthServerMetadata {
     fn from_json(v: &Value) -> Option<AuthServerMetadata> {
         Some(AuthServerMetadata {
-            issuer: v.get("issuer").and_then(Value::as_str).map(str::to_owned),
+            issuer: crate::json::opt_str(v, "issuer"),
             authorization_endpoint: v.get("authorization_endpoint")?.as_str()?.to_owned(),
             token_endpoint: v.get("token_endpoint")?.as_str()?.to_owned(),
-            registration_endpoint: v
-                .get("registration_endpoint")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            registration_endpoint: crate::json::opt_str(v, "registration_endpoint"),
             scopes_supported: strings(v, "scopes_supported"),
             token_endpoint_auth_methods_supported: strings(
                 v,
@@ -755,7 +752,7 @@ impl OAuthClient {
                     continue;
                 }
                 return Ok(Some(ResourceMetadata {
-                    resource: v.get("resource").and_then(Value::as_str).map(str::to_owned),
+                    resource: crate::json::opt_str(&v, "resource"),
                     authorization_servers: servers,
                     scopes_supported: strings(&v, "scopes_supported"),
                 }));
@@ -1096,10 +1093,7 @@ impl OAuthClient {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("the registration response has no client_id"))?
             .to_owned();
-        let client_secret = v
-            .get("client_secret")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let client_secret = crate::json::opt_str(&v, "client_secret");
         let auth_method = v
             .get("token_endpoint_auth_method")
             .and_then(Value::as_str)
@@ -1186,15 +1180,12 @@ impl OAuthClient {
         }
         Ok(OAuthTokens {
             access_token,
-            refresh_token: v
-                .get("refresh_token")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            refresh_token: crate::json::opt_str(&v, "refresh_token"),
             expires_at: v
                 .get("expires_in")
                 .and_then(Value::as_u64)
                 .map(|s| SystemTime::now() + Duration::from_secs(s)),
-            scope: v.get("scope").and_then(Value::as_str).map(str::to_owned),
+            scope: crate::json::opt_str(&v, "scope"),
         })
     }
 
