@@ -584,56 +584,28 @@ fn ours_seq(server: &str, size: usize, n: usize) -> Vec<Duration> {
 
 fn ours_tput(server: &str, k: usize, window: Duration) -> f64 {
     let s = Arc::new(connect(server, "tput"));
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
-    let barrier = Arc::new(Barrier::new(k + 1));
-    let hs: Vec<_> = (0..k)
-        .map(|_| {
-            let (s, stop, count, b) = (
-                Arc::clone(&s),
-                Arc::clone(&stop),
-                Arc::clone(&count),
-                Arc::clone(&barrier),
-            );
-            thread::spawn(move || {
-                b.wait();
-                let mut n = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    call(&*s, 128);
-                    n += 1;
-                }
-                count.fetch_add(n, Ordering::Relaxed);
-            })
-        })
-        .collect();
-    barrier.wait();
-    let t = Instant::now();
-    thread::sleep(window);
-    stop.store(true, Ordering::Relaxed);
-    for h in hs {
-        h.join().unwrap();
-    }
-    count.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64()
+    calls_per_second(vec![s; k], window)
 }
 
 /// Calls per second with `k` threads, each calling a server of its own one
 /// call at a time (many lightly used connections, as a manager has).
 fn ours_fanout(server: &str, k: usize, window: Duration) -> f64 {
-    let servers: Vec<_> = (0..k)
+    let servers = (0..k)
         .map(|i| Arc::new(connect(server, &format!("f{i}"))))
         .collect();
+    calls_per_second(servers, window)
+}
+
+/// 128 B calls per second over `window`, one thread per entry of
+/// `targets` calling that server one call at a time.
+fn calls_per_second(targets: Vec<Arc<McpServer>>, window: Duration) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicU64::new(0));
-    let barrier = Arc::new(Barrier::new(k + 1));
-    let hs: Vec<_> = servers
-        .iter()
+    let barrier = Arc::new(Barrier::new(targets.len() + 1));
+    let hs: Vec<_> = targets
+        .into_iter()
         .map(|s| {
-            let (s, stop, count, b) = (
-                Arc::clone(s),
-                Arc::clone(&stop),
-                Arc::clone(&count),
-                Arc::clone(&barrier),
-            );
+            let (stop, count, b) = (Arc::clone(&stop), Arc::clone(&count), Arc::clone(&barrier));
             thread::spawn(move || {
                 b.wait();
                 let mut n = 0;
