@@ -284,7 +284,7 @@ impl StdoutShared {
         let outcome = loop {
             // Wait first (a reply is rarely there the moment its request
             // was written), unless a complete line is already buffered.
-            if memchr::memchr(b'\n', st.r.buffer()).is_none() {
+            if !st.has_line() {
                 // The reply may have been routed before the mutex was ours
                 // (by the reader thread).
                 if ready() {

@@ -15,11 +15,8 @@
 //! Elsewhere `Command` spawns it.
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 
 /// What to start.
@@ -132,52 +129,55 @@ fn spawn_with_command(spec: &Spec) -> io::Result<Spawned> {
     })
 }
 
-fn cstring(s: impl Into<Vec<u8>>, what: &str) -> io::Result<CString> {
-    CString::new(s).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{what} contains a NUL byte"),
-        )
-    })
-}
-
-/// The program as `execve` wants it: a path with a `/` is taken as it is
-/// (relative to the working directory, after the child changed to it);
-/// otherwise the first executable file named so in `PATH` (the child's
-/// `PATH` when the config sets one).
-fn resolve(program: &str, path_var: Option<&OsStr>) -> io::Result<CString> {
-    use std::os::unix::ffi::OsStrExt;
-    if program.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::NotFound, "empty command"));
-    }
-    if program.contains('/') {
-        return cstring(program, "the command");
-    }
-    let default = OsString::from("/usr/local/bin:/usr/bin:/bin");
-    let dirs = path_var.unwrap_or(&default);
-    for dir in std::env::split_paths(dirs) {
-        let candidate = if dir.as_os_str().is_empty() {
-            Path::new(".").join(program)
-        } else {
-            dir.join(program)
-        };
-        let c = cstring(candidate.as_os_str().as_bytes(), "PATH")?;
-        let is_file = std::fs::metadata(&candidate).is_ok_and(|m| m.is_file());
-        // SAFETY: access(2) on a valid C string.
-        if is_file && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 {
-            return Ok(c);
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("{program}: not found in PATH"),
-    ))
-}
-
 #[cfg(target_os = "linux")]
 mod linux {
     use super::*;
+    use std::ffi::{CString, OsStr, OsString};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
     use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    fn cstring(s: impl Into<Vec<u8>>, what: &str) -> io::Result<CString> {
+        CString::new(s).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{what} contains a NUL byte"),
+            )
+        })
+    }
+
+    /// The program as `execve` wants it: a path with a `/` is taken as it is
+    /// (relative to the working directory, after the child changed to it);
+    /// otherwise the first executable file named so in `PATH` (the child's
+    /// `PATH` when the config sets one).
+    fn resolve(program: &str, path_var: Option<&OsStr>) -> io::Result<CString> {
+        use std::os::unix::ffi::OsStrExt;
+        if program.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "empty command"));
+        }
+        if program.contains('/') {
+            return cstring(program, "the command");
+        }
+        let default = OsString::from("/usr/local/bin:/usr/bin:/bin");
+        let dirs = path_var.unwrap_or(&default);
+        for dir in std::env::split_paths(dirs) {
+            let candidate = if dir.as_os_str().is_empty() {
+                Path::new(".").join(program)
+            } else {
+                dir.join(program)
+            };
+            let c = cstring(candidate.as_os_str().as_bytes(), "PATH")?;
+            let is_file = std::fs::metadata(&candidate).is_ok_and(|m| m.is_file());
+            // SAFETY: access(2) on a valid C string.
+            if is_file && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 {
+                return Ok(c);
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{program}: not found in PATH"),
+        ))
+    }
 
     /// A pipe whose both ends are close-on-exec.
     fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
