@@ -534,21 +534,22 @@ impl Shared {
             timeout: deadline.saturating_duration_since(Instant::now()),
         };
         let shared = Arc::clone(self);
-        std::thread::Builder::new()
-            .name(format!("mcp-{}-post", self.name))
-            .stack_size(HTTP_THREAD_STACK)
-            .spawn(move || {
+        crate::threads::spawn(
+            format!("mcp-{}-post", self.name),
+            HTTP_THREAD_STACK,
+            move || {
                 let _permit = permit;
                 shared.run_request(&peer, job);
-            })
-            .map(|_| ())
-            .map_err(|e| {
-                SendFailure::Error(self.http_err(
-                    Some(method),
-                    None,
-                    format!("cannot start a POST thread: {e}"),
-                ))
-            })
+            },
+        )
+        .map(|_| ())
+        .map_err(|e| {
+            SendFailure::Error(self.http_err(
+                Some(method),
+                None,
+                format!("cannot start a POST thread: {e}"),
+            ))
+        })
     }
 
     /// The `Unauthorized` failure for a `401`/`403` response.
@@ -1187,17 +1188,18 @@ impl Shared {
         let permit = Permit(self.permits.0.clone());
         let msg = msg.clone();
         let shared = Arc::clone(self);
-        std::thread::Builder::new()
-            .name(format!("mcp-{}-notify", self.name))
-            .stack_size(HTTP_THREAD_STACK)
-            .spawn(move || {
+        crate::threads::spawn(
+            format!("mcp-{}-notify", self.name),
+            HTTP_THREAD_STACK,
+            move || {
                 let _permit = permit;
                 if let Err(e) = shared.post_message(&msg, Instant::now() + HTTP_NOTIFY_TIMEOUT) {
                     ::log::debug!(target: "mcp_client", "[{}] {e}", shared.name);
                 }
-            })
-            .map(|_| ())
-            .map_err(|e| SendFailure::Closed(format!("cannot start a thread: {e}")))
+            },
+        )
+        .map(|_| ())
+        .map_err(|e| SendFailure::Closed(format!("cannot start a thread: {e}")))
     }
 
     // ---- the GET stream -----------------------------------------------------
@@ -1216,15 +1218,16 @@ impl Shared {
         let (done_tx, done_rx) = bounded::<()>(0);
         let (ready_tx, ready_rx) = bounded::<()>(0);
         let shared = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-listen", self.name))
-            .stack_size(HTTP_THREAD_STACK)
-            .spawn(move || {
+        let spawned = crate::threads::spawn(
+            format!("mcp-{}-listen", self.name),
+            HTTP_THREAD_STACK,
+            move || {
                 shared.listen(ready_tx);
                 shared.listening.store(false, Ordering::Release);
                 shared.listener.lock().running = false;
                 drop(done_tx);
-            });
+            },
+        );
         match spawned {
             Ok(h) => {
                 l.running = true;
@@ -1648,12 +1651,13 @@ impl McpHttpServer {
         self.shared.shutdown_tx.lock().take();
         if !graceful {
             let shared = Arc::clone(&self.shared);
-            let _ = std::thread::Builder::new()
-                .name(format!("mcp-{}-close", self.shared.name))
-                .stack_size(HTTP_THREAD_STACK)
-                .spawn(move || {
+            let _ = crate::threads::spawn(
+                format!("mcp-{}-close", self.shared.name),
+                HTTP_THREAD_STACK,
+                move || {
                     shared.delete_session();
-                });
+                },
+            );
             return;
         }
         // A successful DELETE also ends the server's streams, which lets the

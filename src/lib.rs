@@ -58,6 +58,7 @@ pub mod sse;
 pub mod stdio;
 pub mod store;
 pub mod task;
+mod threads;
 pub mod tool;
 
 pub use cancel::{cancelled_notification, tasks_cancel_request, CancelToken};

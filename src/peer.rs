@@ -753,20 +753,27 @@ impl Peer {
             return;
         }
         let peer = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-refresh", self.name))
-            .stack_size(crate::limits::READER_THREAD_STACK)
-            .spawn(move || loop {
+        let spawned = crate::threads::spawn(
+            format!("mcp-{}-refresh", self.name),
+            crate::limits::READER_THREAD_STACK,
+            move || loop {
                 peer.tools_stale.store(false, Ordering::Release);
                 match peer.list_tools() {
-                    Ok(t) => ::log::debug!(target: "mcp_client", "[{}] tool list refreshed: {} tools", peer.name, t.len()),
-                    Err(e) => ::log::warn!(target: "mcp_client", "[{}] tool list refresh failed: {e}", peer.name),
+                    Ok(t) => {
+                        ::log::debug!(target: "mcp_client", "[{}] tool list refreshed: {} tools", peer.name, t.len())
+                    }
+                    Err(e) => {
+                        ::log::warn!(target: "mcp_client", "[{}] tool list refresh failed: {e}", peer.name)
+                    }
                 }
                 peer.refreshing_tools.store(false, Ordering::Release);
-                if !peer.tools_stale.load(Ordering::Acquire) || peer.refreshing_tools.swap(true, Ordering::AcqRel) {
+                if !peer.tools_stale.load(Ordering::Acquire)
+                    || peer.refreshing_tools.swap(true, Ordering::AcqRel)
+                {
                     return;
                 }
-            });
+            },
+        );
         if spawned.is_err() {
             self.refreshing_tools.store(false, Ordering::Release);
         }

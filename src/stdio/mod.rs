@@ -300,16 +300,6 @@ impl std::fmt::Debug for McpServer {
     }
 }
 
-fn spawn_thread<F>(name: String, stack: usize, f: F) -> io::Result<JoinHandle<()>>
-where
-    F: FnOnce() + Send + 'static,
-{
-    std::thread::Builder::new()
-        .name(name)
-        .stack_size(stack)
-        .spawn(f)
-}
-
 /// Signals the whole process group of `pid` (and `pid` itself, in case it
 /// left the group).
 fn signal_group(pid: u32, sig: libc::c_int) {
@@ -357,18 +347,19 @@ mod spawner {
         }
         let tx = SPAWNER.get_or_init(|| {
             let (tx, rx) = unbounded::<Request>();
-            std::thread::Builder::new()
-                .name("skald-mcp-spawner".into())
-                .stack_size(crate::limits::IO_THREAD_STACK)
-                // The sender lives in a static: this loop never ends, so the
-                // thread never exits before the process does.
-                .spawn(move || {
+            // The sender lives in a static: this loop never ends, so the
+            // thread never exits before the process does.
+            crate::threads::spawn(
+                "skald-mcp-spawner".into(),
+                crate::limits::IO_THREAD_STACK,
+                move || {
                     for req in rx {
                         let _ = req.reply.send(spawn::spawn(&req.spec));
                     }
-                })
-                .ok()
-                .map(|_| tx)
+                },
+            )
+            .ok()
+            .map(|_| tx)
         });
         let Some(tx) = tx else {
             return spawn::spawn(&spec);
@@ -517,7 +508,7 @@ impl McpServer {
         let spawned = (|| -> io::Result<()> {
             let weak = Arc::downgrade(&peer);
             let done = all_done_tx.clone();
-            threads.push(spawn_thread(
+            threads.push(crate::threads::spawn(
                 format!("mcp-{name}-in"),
                 IO_THREAD_STACK,
                 move || {
@@ -529,7 +520,7 @@ impl McpServer {
             let done = all_done_tx.clone();
             let c = Arc::clone(&child);
             let cl = Arc::clone(&closing);
-            threads.push(spawn_thread(
+            threads.push(crate::threads::spawn(
                 format!("mcp-{name}-out"),
                 READER_THREAD_STACK,
                 move || {
@@ -540,7 +531,7 @@ impl McpServer {
             )?);
             let p = Arc::clone(&peer);
             let done = all_done_tx.clone();
-            threads.push(spawn_thread(
+            threads.push(crate::threads::spawn(
                 format!("mcp-{name}-err"),
                 IO_THREAD_STACK,
                 move || {
