@@ -979,20 +979,12 @@ impl OAuthClient {
             (Some(cid), None) => form.push(("client_id", cid)),
             _ => {}
         }
-        let resp = rb.send(url::form(&form).as_bytes()).map_err(|e| {
-            self.err(format!(
-                "the identity provider's token exchange failed: {e}"
-            ))
-        })?;
-        let status = resp.status().as_u16();
-        let v = read_json(resp.into_body())
-            .map_err(|m| self.err(format!("the identity provider's token exchange: {m}")))?;
-        if !(200..300).contains(&status) {
-            return Err(self.err(format!(
-                "the identity provider answered the token exchange with HTTP {status}: {}",
-                error_of(&v)
-            )));
-        }
+        let v = self.json_answer(
+            rb.send(url::form(&form).as_bytes()),
+            "the identity provider's token exchange",
+            "the identity provider's token exchange",
+            "the identity provider answered the token exchange with",
+        )?;
         if let Some(t) = v.get("issued_token_type").and_then(Value::as_str) {
             if t != ID_JAG_TOKEN_TYPE {
                 return Err(self.err(format!(
@@ -1005,6 +997,26 @@ impl OAuthClient {
             .filter(|t| !t.is_empty())
             .map(str::to_owned)
             .ok_or_else(|| self.err("the token exchange response has no access_token"))
+    }
+
+    /// The JSON body of a 2xx answer to a POST; anything else is an error
+    /// naming the exchange: "`<failed>` failed: …" when it could not be sent,
+    /// "`<body>`: …" for an unreadable body, "`<answered>` HTTP `<status>`: …"
+    /// (with the server's error) for another status.
+    fn json_answer(
+        &self,
+        sent: std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        failed: &str,
+        body: &str,
+        answered: &str,
+    ) -> Result<Value> {
+        let resp = sent.map_err(|e| self.err(format!("{failed} failed: {e}")))?;
+        let status = resp.status().as_u16();
+        let v = read_json(resp.into_body()).map_err(|m| self.err(format!("{body}: {m}")))?;
+        if !(200..300).contains(&status) {
+            return Err(self.err(format!("{answered} HTTP {status}: {}", error_of(&v))));
+        }
+        Ok(v)
     }
 
     fn client_identity(&self, meta: &AuthServerMetadata) -> Result<ClientRegistration> {
@@ -1077,17 +1089,13 @@ impl OAuthClient {
             .post(endpoint)
             .header("Content-Type", "application/json")
             .header("Accept", "application/json")
-            .send(body.to_string().as_bytes())
-            .map_err(|e| self.err(format!("client registration failed: {e}")))?;
-        let status = resp.status().as_u16();
-        let v = read_json(resp.into_body())
-            .map_err(|m| self.err(format!("client registration: {m}")))?;
-        if !(200..300).contains(&status) {
-            return Err(self.err(format!(
-                "client registration answered HTTP {status}: {}",
-                error_of(&v)
-            )));
-        }
+            .send(body.to_string().as_bytes());
+        let v = self.json_answer(
+            resp,
+            "client registration",
+            "client registration",
+            "client registration answered",
+        )?;
         let client_id = v
             .get("client_id")
             .and_then(Value::as_str)
@@ -1156,18 +1164,12 @@ impl OAuthClient {
             }
             _ => form.push(("client_id", &client.client_id)),
         }
-        let resp = rb
-            .send(url::form(&form).as_bytes())
-            .map_err(|e| self.err(format!("token request failed: {e}")))?;
-        let status = resp.status().as_u16();
-        let v =
-            read_json(resp.into_body()).map_err(|m| self.err(format!("token response: {m}")))?;
-        if !(200..300).contains(&status) {
-            return Err(self.err(format!(
-                "the token endpoint answered HTTP {status}: {}",
-                error_of(&v)
-            )));
-        }
+        let v = self.json_answer(
+            rb.send(url::form(&form).as_bytes()),
+            "token request",
+            "token response",
+            "the token endpoint answered",
+        )?;
         let access_token = v
             .get("access_token")
             .and_then(Value::as_str)
