@@ -15,7 +15,10 @@
 //! (payloads of the sequential scenario), `--floor-variants` (the floor
 //! also with a `poll` before each read, with a reader thread handing each
 //! reply over, and with `poll` plus encoding the request from and parsing
-//! the reply into a `serde_json::Value`: what those steps cost here). Besides the table it prints
+//! the reply into a `serde_json::Value`: what those steps cost here),
+//! `--in-flight 8,64` (restrict the throughput scenario), `--window-ms N`
+//! (how long each throughput figure is measured) and `--no-floor` (leave
+//! the floor out of the throughput scenario). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects.
 
@@ -43,6 +46,13 @@ struct Args {
     /// with a reader thread, and with `poll` plus the JSON work (lines
     /// `@floor_poll`, `@floor_thread`, `@floor_json`).
     floor_variants: bool,
+    /// `--in-flight 8`: restrict the throughput scenario (for profiling and
+    /// A/B runs).
+    in_flight: Option<Vec<usize>>,
+    /// `--window-ms N`: how long each throughput figure is measured.
+    window: Option<Duration>,
+    /// `--no-floor`: leave the raw floor out of the throughput scenario.
+    no_floor: bool,
 }
 
 impl Args {
@@ -64,7 +74,9 @@ impl Args {
         }
     }
     fn tput_window(&self) -> Duration {
-        if self.quick {
+        if let Some(w) = self.window {
+            w
+        } else if self.quick {
             Duration::from_millis(400)
         } else {
             Duration::from_millis(1500)
@@ -79,6 +91,9 @@ fn parse_args() -> Args {
         only: None,
         sizes: None,
         floor_variants: false,
+        in_flight: None,
+        window: None,
+        no_floor: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
@@ -104,6 +119,22 @@ fn parse_args() -> Args {
                         .collect(),
                 )
             }
+            "--in-flight" => {
+                a.in_flight = Some(
+                    it.next()
+                        .expect("--in-flight K,K")
+                        .split(',')
+                        .map(|k| k.parse().expect("--in-flight takes numbers"))
+                        .collect(),
+                )
+            }
+            "--window-ms" => {
+                let ms = it.next().expect("--window-ms N");
+                a.window = Some(Duration::from_millis(
+                    ms.parse().expect("--window-ms takes a number"),
+                ))
+            }
+            "--no-floor" => a.no_floor = true,
             "--child-rss100" => {
                 // Internal: measured in a fresh process so earlier scenarios'
                 // peaks do not count.
@@ -787,14 +818,15 @@ fn main() {
     }
 
     if args.wants("tput") {
-        for k in IN_FLIGHT {
-            let f = floor_tput(&server, k, args.tput_window());
+        let ks = args.in_flight.clone().unwrap_or(IN_FLIGHT.to_vec());
+        for k in ks {
+            let f = (!args.no_floor).then(|| floor_tput(&server, k, args.tput_window()));
             let o = ours_tput(&server, k, args.tput_window());
             t.add(
                 &format!("tput_{k}"),
                 &format!("throughput, {k} in flight (128 B)"),
                 o,
-                Some(f),
+                f,
                 "calls/s",
                 false,
             );
