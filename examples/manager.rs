@@ -19,6 +19,19 @@ use skald_mcp::{McpError, McpServerConfig};
 fn main() -> Result<(), McpError> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let once = std::env::args().any(|a| a == "--once");
+    // Installed first: a Ctrl+C that comes while the demo runs, or the
+    // moment "running" is printed, is kept for the wait below instead of
+    // killing the process (and its servers' cleanup) outright.
+    let signals = if once {
+        None
+    } else {
+        Some(
+            Signals::new([SIGINT, SIGTERM]).map_err(|source| McpError::Io {
+                context: "installing signal handlers".into(),
+                source,
+            })?,
+        )
+    };
     let data =
         std::env::temp_dir().join(format!("skald-mcp-manager-example-{}", std::process::id()));
 
@@ -60,12 +73,8 @@ fn main() -> Result<(), McpError> {
         );
     }
 
-    if !once {
+    if let Some(mut signals) = signals {
         println!("\nrunning; press Ctrl+C to stop");
-        let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(|source| McpError::Io {
-            context: "installing signal handlers".into(),
-            source,
-        })?;
         if let Some(sig) = signals.forever().next() {
             println!("signal {sig}: shutting down");
         }
