@@ -18,12 +18,23 @@ pub(crate) fn format_utc_millis(t: SystemTime) -> String {
     s
 }
 
-/// Appends the [`format_utc_millis`] rendering of `t` to `out`.
-pub(crate) fn push_utc_millis(out: &mut String, t: SystemTime) {
-    let nanos: i128 = match t.duration_since(UNIX_EPOCH) {
+/// `t` as whole milliseconds since the Unix epoch (negative before it):
+/// two times with the same value format the same.
+pub(crate) fn unix_millis(t: SystemTime) -> i128 {
+    // Floored, as the formatted date is (…59.999Z is 1 ns before the epoch).
+    unix_nanos(t).div_euclid(1_000_000)
+}
+
+fn unix_nanos(t: SystemTime) -> i128 {
+    match t.duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_nanos() as i128,
         Err(e) => -(e.duration().as_nanos() as i128),
-    };
+    }
+}
+
+/// Appends the [`format_utc_millis`] rendering of `t` to `out`.
+pub(crate) fn push_utc_millis(out: &mut String, t: SystemTime) {
+    let nanos = unix_nanos(t);
     let dt = OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH);
     let _ = write!(
         out,
@@ -86,6 +97,30 @@ mod tests {
             Some(UNIX_EPOCH + Duration::from_secs(1_783_082_096))
         );
         assert_eq!(parse_utc("yesterday"), None);
+    }
+
+    #[test]
+    fn equal_millis_format_equal() {
+        let base = UNIX_EPOCH + Duration::from_millis(1_783_082_096_789);
+        let times = [
+            base,
+            base + Duration::from_micros(999),
+            base + Duration::from_millis(1),
+            UNIX_EPOCH,
+            UNIX_EPOCH - Duration::from_nanos(1),
+            UNIX_EPOCH - Duration::from_millis(1),
+            UNIX_EPOCH - Duration::from_micros(1001),
+        ];
+        for a in times {
+            for b in times {
+                assert_eq!(
+                    unix_millis(a) == unix_millis(b),
+                    format_utc_millis(a) == format_utc_millis(b),
+                    "{a:?} {b:?}"
+                );
+            }
+        }
+        assert_eq!(unix_millis(UNIX_EPOCH - Duration::from_nanos(1)), -1);
     }
 
     #[test]
