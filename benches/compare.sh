@@ -13,6 +13,10 @@
 #   SKIP_TS=1 ...                      # without the TypeScript SDK client (no npm ci)
 #   OUT_MD=path.md ...                 # also write the markdown report there
 #   ROUNDS=5 ...                       # rounds of the rotation (default 3)
+#   TPUT_ROUNDS=11 ...                 # rounds of the throughput scenario alone
+#                                      # (default ROUNDS): each round is a new
+#                                      # process, and where the scheduler first
+#                                      # puts its threads decides its figure
 #
 # Builds first, measures afterwards: nothing compiles while a figure is taken.
 set -euo pipefail
@@ -55,9 +59,14 @@ PY_OK=
 uptime > "$RAW/uptime-before"
 PIN_OK=
 command -v taskset >/dev/null && PIN_OK=1
+TPUT_ROUNDS_SET=${TPUT_ROUNDS:+1}
+TPUT_ROUNDS=${TPUT_ROUNDS:-$ROUNDS}
+[[ -n "${QUICK:-}" ]] && TPUT_ROUNDS=1
 for scenario in cold seq pinned tput start50 rss100 kill http; do
-  for r in $(seq 1 "$ROUNDS"); do
-    echo "== $scenario, round $r/$ROUNDS" >&2
+  n=$ROUNDS
+  [[ $scenario == tput ]] && n=$TPUT_ROUNDS
+  for r in $(seq 1 "$n"); do
+    echo "== $scenario, round $r/$n" >&2
     if [[ $scenario == pinned ]]; then
       # Sequential 128 B with every process on one core: no cross-core
       # wake-ups, so the figures are the CPU work and the context switches.
@@ -92,10 +101,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 uptime > "$RAW/uptime-after"
 
-CMD="${QUICK:+QUICK=1 }${ROUNDS_SET:+ROUNDS=$ROUNDS }bash benches/compare.sh"
-python3 - "$RAW" "$CMD" "${OUT_MD:-}" "$ROUNDS" <<'PY'
+CMD="${QUICK:+QUICK=1 }${ROUNDS_SET:+ROUNDS=$ROUNDS }${TPUT_ROUNDS_SET:+TPUT_ROUNDS=$TPUT_ROUNDS }bash benches/compare.sh"
+python3 - "$RAW" "$CMD" "${OUT_MD:-}" "$ROUNDS" "$TPUT_ROUNDS" <<'PY'
 import os, re, statistics, subprocess, sys
-raw, cmd, out_md, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+raw, cmd, out_md, rounds, tput_rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 samples = {}
 for f in ("ours", "rmcp", "blockon", "python", "ts"):
     for line in open(os.path.join(raw, f + ".txt")):
@@ -158,7 +167,8 @@ rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).s
 P(f"Machine: {nproc} cores, {cpu}; {rustc}")
 P(f"Load before: `{open(os.path.join(raw, 'uptime-before')).read().strip()}`")
 P(f"Load after:  `{open(os.path.join(raw, 'uptime-after')).read().strip()}`")
-P(f"Rounds: {rounds} (each scenario is run by every client in rotation, {rounds} times; each cell is the median)")
+P(f"Rounds: {rounds} (each scenario is run by every client in rotation, {rounds} times; each cell is the median)"
+  + (f"; the throughput scenario {tput_rounds}" if tput_rounds != rounds else ""))
 P(f"Command: `{cmd}`")
 P("")
 P("| scenario | unit | " + " | ".join(c[1] for c in CLIENTS) + " | ours/rmcp | ours/block_on | ours/floor | ours/TS |")
@@ -232,6 +242,18 @@ P("Targets:")
 P("")
 for text, ok in T:
     P(f"- **{t(ok)}** — {text}")
+# The throughput cells move with where the scheduler first puts each
+# process's threads: show every round beside its median, paired with the
+# rmcp block_on run of the same rotation.
+for k in (8, 64):
+    ours_r = samples.get("ours", {}).get(f"tput_{k}", [])
+    bo_r = samples.get("rmcp-blockon", {}).get(f"tput_{k}", [])
+    if ours_r and len(ours_r) == len(bo_r):
+        per = [a / b for a, b in zip(ours_r, bo_r)]
+        P("")
+        P(f"Throughput {k} in flight, round by round (skald-mcp ÷ rmcp block_on of the same rotation): "
+          + ", ".join(f"{a:,.0f}/{b:,.0f} = {x:.2f}" for a, b, x in zip(ours_r, bo_r, per))
+          + f"; {sum(x >= 2 for x in per)} of {len(per)} rounds at 2 × or more.")
 if T1:
     P("")
     P("The same with every process on one core (not targets of the issue; the floor taken apart above shows why):")
