@@ -49,10 +49,21 @@ fn main() -> ExitCode {
         })
         .expect("log thread");
     // Timeouts well inside the suite's 30 s per scenario.
-    let options = ClientOptions::default()
+    let mut options = ClientOptions::default()
         .start_timeout(Duration::from_secs(10))
         .call_timeout(Duration::from_secs(20))
         .logs(logs_tx);
+    // The suite names the wire it runs a scenario at; the SDKs' clients
+    // take it as their protocol version (2025-11-25: the initialize
+    // handshake; 2026-07-28: stateless). CONFORMANCE_ERA=auto leaves the
+    // choice to the client's own era detection instead.
+    match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION") {
+        Ok(v) if !v.is_empty() && std::env::var("CONFORMANCE_ERA").as_deref() != Ok("auto") => {
+            eprintln!("protocol version {v} (from MCP_CONFORMANCE_PROTOCOL_VERSION)");
+            options = options.protocol_version(v);
+        }
+        _ => eprintln!("protocol version: automatic"),
+    }
 
     let outcome = run(&scenario, &url, &context, options);
     // Holding the lock keeps the printer thread from starting a line that
@@ -190,6 +201,99 @@ fn run(scenario: &str, url: &str, context: &Value, options: ClientOptions) -> Re
             let name = tool(&tools, "test_reconnection");
             let result = server.call_tool(name, json!({}))?;
             println!("{}", result.to_text());
+            server.close()
+        }
+        // Every request must carry the version header and `_meta`; the
+        // first is refused with -32022 and must be retried.
+        "request-metadata" | "json-schema-ref-no-deref" => {
+            let server = connect(url, options)?;
+            let tools = server.list_tools()?;
+            eprintln!("{} tool(s)", tools.len());
+            server.close()
+        }
+        // One request of every kind that has standard headers.
+        "http-standard-headers" => {
+            let server = connect(url, options)?;
+            for t in server.list_tools()? {
+                let r = server.call_tool(&t.name, json!({}))?;
+                println!("{}: {}", t.name, r.to_text());
+            }
+            for r in server.list_resources()? {
+                let c = server.read_resource(&r.uri)?;
+                eprintln!("{}: {} content(s)", r.uri, c.len());
+            }
+            for p in server.list_prompts()? {
+                let g = server.get_prompt(&p.name, &[])?;
+                eprintln!("{}: {} message(s)", p.name, g.messages.len());
+            }
+            server.close()
+        }
+        // The calls the context names, with their exact arguments.
+        "http-custom-headers" => {
+            let server = connect(url, options)?;
+            let tools = server.list_tools()?;
+            let calls = context
+                .get("toolCalls")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for c in calls {
+                let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+                let args = c.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                let r = server.call_tool(tool(&tools, name), args)?;
+                println!("{name}: {}", r.to_text());
+            }
+            server.close()
+        }
+        // Tools with invalid header declarations are left out of the list;
+        // every tool that is listed is called.
+        "http-invalid-tool-headers" => {
+            let server = connect(url, options)?;
+            for t in server.list_tools()? {
+                match server.call_tool(&t.name, json!({"region": "us-west1"})) {
+                    Ok(r) => println!("{}: {}", t.name, r.to_text()),
+                    Err(e) => eprintln!("{} answered: {e}", t.name),
+                }
+            }
+            server.close()
+        }
+        // The schema is echoed back as the server sent it: kept byte for
+        // byte, no keyword rewritten.
+        "json-schema-2020-12-preservation" => {
+            let server = connect(url, options)?;
+            let tools = server.list_tools()?;
+            let schema = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .map(|t| t.input_schema.clone())
+                .unwrap_or_else(|| json!({}));
+            let r =
+                server.call_tool(tool(&tools, "json_schema_echo"), json!({"schema": schema}))?;
+            println!("{}", r.to_text());
+            server.close()
+        }
+        // Multi round-trip requests: the elicitation is answered by the
+        // handler, the request sent again with the server's state.
+        "sep-2322-client-request-state" => {
+            let handler = |req: &ElicitationRequest| {
+                eprintln!("elicitation: {:?}; confirming", req.message);
+                let mut m = Map::new();
+                m.insert("confirmed".into(), json!(true));
+                ElicitationResponse::Accept(m)
+            };
+            let server = connect(url, options.elicitation_handler(handler))?;
+            let tools = server.list_tools()?;
+            for name in [
+                "test_mrtr_echo_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_state",
+                "test_mrtr_no_result_type",
+            ] {
+                match server.call_tool(tool(&tools, name), json!({})) {
+                    Ok(r) => println!("{name}: {}", r.to_text()),
+                    Err(e) => eprintln!("{name} answered: {e}"),
+                }
+            }
             server.close()
         }
         // Unknown (e.g. a scenario newer than this program): do the generic

@@ -1,13 +1,30 @@
 #!/usr/bin/env python3
-"""Dependency-free MCP demo server (stdio transport, MCP revision 2025-11-25).
+"""Dependency-free MCP demo server (stdio transport; MCP 2025-11-25 and/or 2026-07-28).
 
-Usage: python3 scripts/demo_mcp_server.py
+Usage: python3 scripts/demo_mcp_server.py [--era legacy|modern|dual]
 
 Speaks newline-delimited JSON-RPC 2.0 on stdin/stdout; logs go to stderr.
 Prints "demo server ready" to stderr at startup and exits with status 0 when
 stdin reaches EOF.
 
+Eras (--era, or DEMO_ERA; default legacy):
+  legacy  the initialize handshake (2025-11-25 and older); server/discover is
+          answered as DEMO_PROBE says
+  modern  2026-07-28 only: no initialize (answered with -32022 naming the
+          supported versions), every request must carry
+          _meta["io.modelcontextprotocol/protocolVersion"] (else -32602, or
+          -32022 for a version it does not speak); server/discover,
+          subscriptions/listen, resultType, ttlMs/cacheScope on tools/list;
+          notifications/message only at the request's _meta logLevel
+  dual    both: initialize selects the legacy era, modern _meta the modern one
+
 Environment:
+  DEMO_ERA               the era, as --era
+  DEMO_PROBE             how a legacy server answers server/discover: error
+                         (-32601, the default), invalid (-32602), ignore (no
+                         answer at all), garbage (a non-JSON line, then a
+                         result that is no DiscoverResult)
+  DEMO_TTL_MS            ttlMs of modern tools/list results (default 0)
   DEMO_PROTOCOL_VERSION  force the protocolVersion answered to initialize
                          (default: echo the client's version when it is one of
                          2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, else
@@ -32,6 +49,30 @@ SERVER_VERSION = "1.0.0"
 LATEST_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 PAGE_SIZE = 4
+MODERN_VERSIONS = ("2026-07-28",)
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPS = "io.modelcontextprotocol/clientCapabilities"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+def _era():
+    era = os.environ.get("DEMO_ERA", "legacy")
+    argv = sys.argv[1:]
+    if "--era" in argv:
+        i = argv.index("--era")
+        if i + 1 < len(argv):
+            era = argv[i + 1]
+    if era not in ("legacy", "modern", "dual"):
+        sys.stderr.write(f"demo: unknown era {era!r}\n")
+        sys.exit(2)
+    return era
+
+
+ERA = _era()
+PROBE = os.environ.get("DEMO_PROBE", "error")
+TTL_MS = int(os.environ.get("DEMO_TTL_MS", "0") or "0")
 
 # JSON-RPC error codes
 PARSE_ERROR = -32700
@@ -155,6 +196,8 @@ _state_lock = threading.Lock()
 _received = []            # every parsed JSON message, in arrival order
 _inflight = {}            # id_key -> threading.Event (set when cancelled)
 _min_log_level = None     # set by logging/setLevel
+_listeners = {}           # id_key -> (request id, notifications filter): subscriptions/listen
+_legacy_session = [False] # an initialize was answered
 
 
 class ToolArgError(Exception):
@@ -191,6 +234,9 @@ class CallCtx:
         self.params = params
         self.message = message
         self.cancelled = cancel_event
+        meta = params.get("_meta")
+        self.modern = isinstance(meta, dict) and META_VERSION in meta
+        self.log_level = meta.get(META_LOG_LEVEL) if self.modern else None
 
 
 def tool_echo(args, ctx):
@@ -256,6 +302,11 @@ def tool_log(args, ctx):
     log(message)
     with _state_lock:
         threshold = _min_log_level
+    if ctx.modern:
+        # 2026-07-28: only at the level the request asked for, if any.
+        threshold = ctx.log_level
+        if threshold is None:
+            return text_result("logged (no notification: no logLevel in _meta)")
     suppressed = (threshold is not None and level in LOG_LEVELS
                   and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold))
     if not suppressed:
@@ -314,8 +365,23 @@ def tool_register_tool(args, ctx):
                  "inputSchema": _schema({"text": {"type": "string"}})}
             TOOL_DEFS.append(d)
             TOOL_FNS[name] = tool_echo
-    send_notification("notifications/tools/list_changed", {})
+    notify_list_changed("tools")
     return text_result(f"registered {name}")
+
+
+def notify_list_changed(kind):
+    """notifications/<kind>/list_changed: plainly to a legacy session, and on every
+    subscriptions/listen stream that asked for it, tagged with its id."""
+    method = f"notifications/{kind}/list_changed"
+    with _state_lock:
+        listeners = list(_listeners.values())
+        legacy = _legacy_session[0]
+    if legacy or ERA == "legacy":
+        send_notification(method, {})
+    flag = f"{kind}ListChanged"
+    for rid, wanted in listeners:
+        if wanted.get(flag):
+            send_notification(method, {"_meta": {META_SUBSCRIPTION: rid}})
 
 
 _client_waits = {}  # request id -> [threading.Event, response or None]
@@ -435,6 +501,9 @@ def run_tool_call(req_id, params, message, cancel_event):
         if error is not None:
             send_error(req_id, *error)
         else:
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and META_VERSION in meta:
+                result = dict(result, resultType="complete")
             send_result(req_id, result)
     finally:
         with _state_lock:
@@ -453,7 +522,27 @@ def handle_request(msg):
         send_error(req_id, INVALID_PARAMS, "params must be an object")
         return
 
+    meta = params.get("_meta")
+    modern_request = isinstance(meta, dict) and META_VERSION in meta
+    if ERA == "legacy" and method == "server/discover":
+        answer_probe_as_legacy(req_id)
+        return
+    if ERA != "legacy" and (modern_request or method == "server/discover"):
+        handle_modern(msg, req_id, method, params, meta if isinstance(meta, dict) else {})
+        return
+    if ERA == "modern":
+        if method == "initialize":
+            send_error(req_id, UNSUPPORTED_PROTOCOL_VERSION,
+                       "this server speaks only MCP 2026-07-28 (no initialize)",
+                       {"supported": list(MODERN_VERSIONS), "requested": params.get("protocolVersion")})
+        else:
+            send_error(req_id, INVALID_PARAMS,
+                       f"{method}: missing _meta[{META_VERSION!r}] (this server speaks only 2026-07-28)")
+        return
+
     if method == "initialize":
+        with _state_lock:
+            _legacy_session[0] = True
         send_result(req_id, {
             "protocolVersion": negotiate_version(params.get("protocolVersion")),
             "capabilities": {"tools": {"listChanged": True}, "logging": {}},
@@ -498,6 +587,89 @@ def handle_request(msg):
         send_error(req_id, METHOD_NOT_FOUND, f"method not found: {method}")
 
 
+def answer_probe_as_legacy(req_id):
+    """A legacy server's answer to server/discover, as DEMO_PROBE says."""
+    if PROBE == "ignore":
+        return
+    if PROBE == "garbage":
+        with _out_lock:
+            try:
+                os.write(1, b"this is not JSON\n")
+            except OSError:
+                pass
+        send_result(req_id, "garbage")
+    elif PROBE == "invalid":
+        send_error(req_id, INVALID_PARAMS, "invalid params: not initialized")
+    else:
+        send_error(req_id, METHOD_NOT_FOUND, "method not found: server/discover")
+
+
+def list_tools_page(params):
+    """One page of tools/list, or raises ValueError for a bad cursor."""
+    cursor = params.get("cursor")
+    offset = 0
+    if cursor is not None:
+        if not isinstance(cursor, str):
+            raise ValueError("invalid cursor")
+        offset = decode_cursor(cursor)
+    page = TOOL_DEFS[offset:offset + PAGE_SIZE]
+    result = {"tools": page}
+    if offset + PAGE_SIZE < len(TOOL_DEFS):
+        result["nextCursor"] = encode_cursor(offset + PAGE_SIZE)
+    return result
+
+
+def handle_modern(msg, req_id, method, params, meta):
+    """A 2026-07-28 request: version and capabilities in _meta, no session."""
+    version = meta.get(META_VERSION)
+    supported = list(MODERN_VERSIONS) + (list(SUPPORTED_VERSIONS) if ERA == "dual" else [])
+    if version not in MODERN_VERSIONS:
+        send_error(req_id, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                   {"supported": supported, "requested": version})
+        return
+    if not isinstance(meta.get(META_CAPS), dict):
+        send_error(req_id, INVALID_PARAMS, f"missing _meta[{META_CAPS!r}]")
+        return
+    info = {"io.modelcontextprotocol/serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION}}
+    if method == "server/discover":
+        send_result(req_id, {
+            "resultType": "complete",
+            "supportedVersions": supported,
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            "instructions": "A demo server.",
+            "_meta": info,
+            "ttlMs": 0,
+            "cacheScope": "public",
+        })
+    elif method == "tools/list":
+        try:
+            result = list_tools_page(params)
+        except ValueError:
+            send_error(req_id, INVALID_PARAMS, "invalid cursor")
+            return
+        result.update({"resultType": "complete", "ttlMs": TTL_MS, "cacheScope": "public", "_meta": info})
+        send_result(req_id, result)
+    elif method == "tools/call":
+        if not isinstance(params.get("name"), str):
+            send_error(req_id, INVALID_PARAMS, "missing tool name")
+            return
+        ev = threading.Event()
+        with _state_lock:
+            _inflight[id_key(req_id)] = ev
+        threading.Thread(target=run_tool_call, args=(req_id, params, msg, ev), daemon=True).start()
+    elif method == "subscriptions/listen":
+        wanted = params.get("notifications")
+        if not isinstance(wanted, dict):
+            wanted = {}
+        honoured = {"toolsListChanged": True} if wanted.get("toolsListChanged") else {}
+        with _state_lock:
+            _listeners[id_key(req_id)] = (req_id, honoured)
+        send_notification("notifications/subscriptions/acknowledged",
+                          {"_meta": {META_SUBSCRIPTION: req_id}, "notifications": honoured})
+    else:
+        send_error(req_id, METHOD_NOT_FOUND, f"method not found: {method}")
+
+
 def handle_notification(msg):
     method = msg["method"]
     params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
@@ -507,6 +679,8 @@ def handle_notification(msg):
             ev = _inflight.get(id_key(rid))
         if ev is not None:
             ev.set()
+        with _state_lock:
+            _listeners.pop(id_key(rid), None)
     # notifications/initialized and anything unknown: ignore
 
 

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::cancel::CancelToken;
 use crate::elicitation::ElicitationHandler;
+use crate::era::{Era, EraPreference};
 use crate::error::McpError;
 use crate::error::Result;
 use crate::limits;
@@ -293,6 +294,26 @@ pub struct ClientOptions {
     pub client_name: String,
     /// `clientInfo.version`.
     pub client_version: String,
+    /// Which protocol era the connection may use (auto by default: probe
+    /// with `server/discover`, fall back to `initialize`; see [`crate::Era`]).
+    pub era: EraPreference,
+    /// Speak exactly this protocol version (its era follows from it);
+    /// `None`: the newest one the server supports.
+    pub protocol_version: Option<String>,
+    /// The era this server was found to speak before (the manager keeps it
+    /// with the server's row): tried first in auto mode, and re-probed when
+    /// it turns out wrong.
+    pub era_hint: Option<Era>,
+    /// How long a stdio server may leave the `server/discover` probe
+    /// unanswered before `initialize` is sent as well (whichever is answered
+    /// first decides the era).
+    pub discover_timeout: Duration,
+    /// The least level of `notifications/message` asked for in the modern
+    /// era, where a server sends log messages only when a request asks
+    /// (`_meta` `logLevel`). `Debug` by default, so that the per-server log
+    /// gets what a legacy server would send unasked; `None` asks for none.
+    /// [`McpServerClient::set_logging_level`] changes it.
+    pub log_level: Option<LogLevel>,
 }
 
 impl Default for ClientOptions {
@@ -321,6 +342,11 @@ impl Default for ClientOptions {
             output_schema_validation: OutputSchemaPolicy::Error,
             client_name: limits::CLIENT_NAME.to_owned(),
             client_version: limits::CLIENT_VERSION.to_owned(),
+            era: EraPreference::Auto,
+            protocol_version: None,
+            era_hint: None,
+            discover_timeout: limits::DISCOVER_PROBE_TIMEOUT,
+            log_level: Some(LogLevel::Debug),
         }
     }
 }
@@ -347,6 +373,11 @@ impl fmt::Debug for ClientOptions {
             .field("disconnects", &self.disconnects.is_some())
             .field("oauth", &self.oauth)
             .field("output_schema_validation", &self.output_schema_validation)
+            .field("era", &self.era)
+            .field("protocol_version", &self.protocol_version)
+            .field("era_hint", &self.era_hint)
+            .field("discover_timeout", &self.discover_timeout)
+            .field("log_level", &self.log_level)
             .finish()
     }
 }
@@ -423,10 +454,29 @@ impl ClientOptions {
         self.elicitation_deadline = d;
         self
     }
+
+    /// Restricts the connection to one era (or lets it choose: `Auto`).
+    pub fn era(mut self, era: EraPreference) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// Speaks exactly protocol version `v` (e.g. `"2025-06-18"`).
+    pub fn protocol_version(mut self, v: impl Into<String>) -> Self {
+        self.protocol_version = Some(v.into());
+        self
+    }
+
+    /// Sets [`discover_timeout`](Self::discover_timeout).
+    pub fn discover_timeout(mut self, d: Duration) -> Self {
+        self.discover_timeout = d;
+        self
+    }
 }
 
 /// `serverInfo` / `clientInfo`: who is on the other end.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(default)]
 pub struct Implementation {
     /// Programmatic name.
     pub name: String,
@@ -461,10 +511,14 @@ impl ServerCapabilities {
     }
 }
 
-/// What `initialize` negotiated.
+/// What the connection agreed with the server: by `initialize` (legacy
+/// era) or `server/discover` (modern era).
 #[derive(Debug, Clone, PartialEq)]
 pub struct InitializeInfo {
-    /// The protocol version the server chose.
+    /// The era the connection runs in.
+    pub era: Era,
+    /// The protocol version in use (the server's choice in `initialize`;
+    /// in the modern era, the newest version both sides support).
     pub protocol_version: String,
     /// The server's capabilities.
     pub capabilities: ServerCapabilities,

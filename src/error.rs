@@ -14,6 +14,17 @@ use serde_json::Value;
 /// A convenient alias for results of this crate.
 pub type Result<T, E = McpError> = std::result::Result<T, E>;
 
+/// What an `UnsupportedProtocolVersionError` said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionMismatch {
+    /// The version the client asked for.
+    pub requested: String,
+    /// The versions the server supports.
+    pub supported: Vec<String>,
+    /// The server's message.
+    pub message: String,
+}
+
 /// Everything that can go wrong when talking to an MCP server.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -170,6 +181,59 @@ pub enum McpError {
         /// What failed.
         message: String,
     },
+    /// The server does not implement the protocol version asked for, and
+    /// none of the versions it supports is one this client speaks
+    /// (`UnsupportedProtocolVersionError`, -32022).
+    UnsupportedProtocolVersion {
+        /// The server name.
+        server: String,
+        /// The request's method.
+        method: String,
+        /// The versions the server says it supports, and what it said.
+        detail: Box<VersionMismatch>,
+    },
+    /// The server found the HTTP headers of a request at odds with its body
+    /// (`HeaderMismatchError`, -32020).
+    HeaderMismatch {
+        /// The server name.
+        server: String,
+        /// The request's method.
+        method: String,
+        /// The server's message, naming the header.
+        message: String,
+    },
+    /// The request needs a client capability this client did not declare
+    /// (`MissingRequiredClientCapabilityError`, -32021).
+    MissingClientCapability {
+        /// The server name.
+        server: String,
+        /// The request's method.
+        method: String,
+        /// The capabilities the server requires, and its message.
+        detail: Box<(Value, String)>,
+    },
+    /// A modern server answered with an `InputRequiredResult`: it needs
+    /// input (elicitation, sampling, roots) before it can answer, which this
+    /// client cannot provide over the modern era yet.
+    InputRequired {
+        /// The server name.
+        server: String,
+        /// The request's method.
+        method: String,
+        /// The methods of the input requests (`elicitation/create`, …).
+        requests: Vec<String>,
+    },
+    /// A request's response stream ended before its response, and the
+    /// request is not one that may be sent again (`tools/call` may have had
+    /// effects: it is never repeated silently).
+    StreamEnded {
+        /// The server name.
+        server: String,
+        /// The request's method.
+        method: String,
+        /// How the stream ended.
+        reason: String,
+    },
     /// An I/O error outside a connection (files, store).
     Io {
         /// What was being done, e.g. `writing log file logs/mcp/x.log`.
@@ -205,6 +269,11 @@ impl McpError {
             | McpError::SchemaMismatch { server, .. }
             | McpError::Backpressure { server, .. }
             | McpError::Http { server, .. }
+            | McpError::UnsupportedProtocolVersion { server, .. }
+            | McpError::HeaderMismatch { server, .. }
+            | McpError::MissingClientCapability { server, .. }
+            | McpError::InputRequired { server, .. }
+            | McpError::StreamEnded { server, .. }
             | McpError::Auth { server, .. } => Some(server),
             McpError::Io { .. } | McpError::Store { .. } => None,
         }
@@ -342,6 +411,57 @@ impl fmt::Display for McpError {
             McpError::Auth { server, message } => {
                 write!(f, "MCP server '{server}': authorization failed: {message}")
             }
+            McpError::UnsupportedProtocolVersion {
+                server,
+                method,
+                detail,
+            } => write!(
+                f,
+                "MCP server '{server}': {method}: the server does not support protocol {} (it supports {}; this client speaks {}): {}",
+                detail.requested,
+                if detail.supported.is_empty() { "no version it named".to_owned() } else { detail.supported.join(", ") },
+                crate::limits::MODERN_PROTOCOL_VERSIONS
+                    .iter()
+                    .chain(crate::limits::SUPPORTED_PROTOCOL_VERSIONS)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                detail.message
+            ),
+            McpError::HeaderMismatch {
+                server,
+                method,
+                message,
+            } => write!(
+                f,
+                "MCP server '{server}': {method}: the server found the HTTP headers at odds with the body (HeaderMismatch): {message}"
+            ),
+            McpError::MissingClientCapability {
+                server,
+                method,
+                detail,
+            } => write!(
+                f,
+                "MCP server '{server}': {method} needs client capabilities {} that this client did not declare: {}",
+                detail.0, detail.1
+            ),
+            McpError::InputRequired {
+                server,
+                method,
+                requests,
+            } => write!(
+                f,
+                "MCP server '{server}': {method} needs input from the client ({}), which this client does not provide in the 2026-07-28 era yet",
+                if requests.is_empty() { "unspecified".to_owned() } else { requests.join(", ") }
+            ),
+            McpError::StreamEnded {
+                server,
+                method,
+                reason,
+            } => write!(
+                f,
+                "MCP server '{server}': the response stream of {method} ended before its response ({reason}); it was not sent again"
+            ),
             McpError::Io { context, source } => write!(f, "{context}: {source}"),
             McpError::Store { context, message } => write!(f, "store: {context}: {message}"),
         }

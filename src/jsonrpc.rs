@@ -71,6 +71,16 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// Internal error.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP 2026-07-28: the HTTP headers do not match the body
+    /// (`HeaderMismatchError`).
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// MCP 2026-07-28: the request needs a client capability the client did
+    /// not declare (`MissingRequiredClientCapabilityError`).
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// MCP 2026-07-28: the server does not implement the requested protocol
+    /// version (`UnsupportedProtocolVersionError`, `data.supported` lists
+    /// the ones it does).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// A message received from a server.

@@ -39,6 +39,7 @@ pub mod cancel;
 pub mod client;
 pub mod config;
 pub mod elicitation;
+mod era;
 pub mod error;
 pub mod http;
 mod json;
@@ -46,6 +47,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod log;
 pub mod manager;
+pub mod model;
 pub mod notification;
 mod peer;
 pub mod prompts;
@@ -71,7 +73,8 @@ pub use elicitation::{
     ElicitationForm, ElicitationHandler, ElicitationMode, ElicitationRequest, ElicitationResponse,
     FieldKind, FormField,
 };
-pub use error::{McpError, Result};
+pub use era::{Era, EraPreference};
+pub use error::{McpError, Result, VersionMismatch};
 pub use http::McpHttpServer;
 pub use limits::*;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};

@@ -6,17 +6,56 @@
 
 use std::time::Duration;
 
-/// The MCP revision this client speaks and advertises in `initialize`.
+/// The legacy MCP revision this client speaks and advertises in
+/// `initialize` (the handshake era, 2025-11-25 and older).
 ///
 /// Both transports use this one constant, so they can never drift apart.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
-/// Protocol revisions a server may negotiate down to without a warning being
-/// escalated to an error. A server answering with any other version is still
-/// accepted (with a `warn!`), because refusing to talk is worse than talking
-/// to a server that is slightly off-spec.
+/// Legacy protocol revisions a server may negotiate down to without a
+/// warning being escalated to an error. A server answering with any other
+/// version is still accepted (with a `warn!`), because refusing to talk is
+/// worse than talking to a server that is slightly off-spec.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
     &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The modern MCP revision this client prefers: stateless, with the
+/// version, capabilities and identity in every request's `_meta`, and
+/// `server/discover` instead of `initialize`.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// Modern revisions this client speaks, most preferred first.
+pub const MODERN_PROTOCOL_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// How long the `server/discover` probe of a stdio server may go
+/// unanswered before the server is taken for a legacy one and `initialize`
+/// is sent. A late answer to the probe still counts (whichever answer comes
+/// first decides), so a slow modern server is not mistaken for a legacy one;
+/// only a legacy server that ignores the probe costs this long.
+pub const DISCOVER_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Most rounds of one modern request that the server answers with an
+/// `InputRequiredResult` (multi round-trip requests): each round runs the
+/// handlers and sends the request again; past this the call fails.
+pub const MAX_INPUT_ROUNDS: usize = 16;
+
+/// Most entries the result cache of one connection holds (`ttlMs` hints on
+/// lists, reads and `server/discover`); the stalest go first.
+pub const RESULT_CACHE_MAX_ENTRIES: usize = 256;
+
+/// The largest result kept in the result cache, in bytes of JSON; larger
+/// results are served fresh every time.
+pub const RESULT_CACHE_MAX_BYTES: usize = 1024 * 1024;
+
+/// How long a modern `subscriptions/listen` request may stay open before it
+/// is reopened (the stream is long-lived by design; this only bounds one
+/// request).
+pub const LISTEN_REQUEST_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How often a `subscriptions/listen` stream is reopened, in a row, after
+/// failing before the client gives up on it (until the next subscription
+/// change).
+pub const LISTEN_MAX_FAILURES: u32 = 5;
 
 /// The name this client reports as `clientInfo.name`.
 pub const CLIENT_NAME: &str = "skald-mcp";

@@ -5,8 +5,8 @@ mod common;
 
 use common::*;
 use skald_mcp::{
-    CompletionRef, McpServer, McpServerClient, McpServerConfig, PromptContent, ResourceContents,
-    Role, Root, SamplingRequest, SamplingResponse,
+    CompletionRef, EraPreference, McpServer, McpServerClient, McpServerConfig, PromptContent,
+    ResourceContents, Role, Root, SamplingRequest, SamplingResponse,
 };
 
 fn server() -> McpServer {
@@ -114,7 +114,9 @@ fn sampling_and_roots_through_the_sdk() {
             Root::new("file:///work/a", "a"),
             Root::new("file:///work/b", "b"),
         ]);
-    let s = McpServer::connect(&cfg, opts).unwrap();
+    // The SDK server's tools ask with server-to-client requests (its
+    // `ctx.session`), which only the legacy era has: the client is pinned.
+    let s = McpServer::connect(&cfg, opts.era(EraPreference::Legacy)).unwrap();
     assert_eq!(
         text(
             s.call_tool("ask_llm", serde_json::json!({"question": "2+2?"}))
@@ -133,6 +135,7 @@ fn sampling_and_roots_through_the_sdk() {
 
     // A handler that refuses: the server sees a JSON-RPC error, the tool fails.
     let opts = test_options()
+        .era(EraPreference::Legacy)
         .sampling_handler(|_: &SamplingRequest| Err("user rejected sampling request".into()));
     let s = McpServer::connect(&cfg, opts).unwrap();
     let r = s.call_tool("ask_llm", serde_json::json!({"question": "x"}));
@@ -150,7 +153,20 @@ fn list_changed_from_the_sdk_refreshes_the_cache() {
     if !python_sdk_available() {
         return;
     }
-    let s = server();
+    for pref in [EraPreference::Auto, EraPreference::Legacy] {
+        list_changed_in(pref);
+    }
+}
+
+/// Legacy: the server's notification on the session; modern: on the
+/// `subscriptions/listen` stream the client opened itself.
+fn list_changed_in(pref: EraPreference) {
+    let cfg = McpServerConfig::stdio(
+        "res",
+        "python3",
+        [repo_path("tests/servers/fastmcp_resources_server.py")],
+    );
+    let s = McpServer::connect(&cfg, test_options().era(pref)).expect("server starts");
     let before = s.list_tools().unwrap().len();
     assert_eq!(
         text(

@@ -8,9 +8,17 @@ use std::time::Duration;
 use common::*;
 use serde_json::{json, Map};
 use skald_mcp::{
-    CallOptions, ElicitationRequest, ElicitationResponse, LogLevel, LogTag, McpCallResult,
-    McpError, McpMedia, McpServer, McpServerClient, McpServerConfig,
+    CallOptions, ElicitationRequest, ElicitationResponse, Era, EraPreference, LogLevel, LogTag,
+    McpCallResult, McpError, McpMedia, McpServer, McpServerClient, McpServerConfig,
 };
+
+/// The eras every interop test runs in: auto (the SDK's servers are
+/// dual-era, so auto picks the modern one) and forced legacy and modern.
+const ERAS: [(EraPreference, Era); 3] = [
+    (EraPreference::Auto, Era::Modern),
+    (EraPreference::Modern, Era::Modern),
+    (EraPreference::Legacy, Era::Legacy),
+];
 
 fn fastmcp(opts: skald_mcp::ClientOptions) -> McpServer {
     let cfg = McpServerConfig::stdio(
@@ -26,7 +34,14 @@ fn tools_and_results() {
     if !python_sdk_available() {
         return;
     }
-    let s = fastmcp(test_options());
+    for (pref, era) in ERAS {
+        tools_and_results_in(pref, era);
+    }
+}
+
+fn tools_and_results_in(pref: EraPreference, era: Era) {
+    let s = fastmcp(test_options().era(pref));
+    assert_eq!(s.initialize().unwrap().era, era, "{pref:?}");
     assert_eq!(s.server_info().unwrap().name, "fastmcp-test");
     let tools = s.list_tools().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -75,8 +90,17 @@ fn progress_and_logs() {
     if !python_sdk_available() {
         return;
     }
+    for (pref, era) in ERAS {
+        progress_and_logs_in(pref, era);
+    }
+}
+
+/// Progress in both eras; log messages too (in the modern era the server
+/// sends them only because every request asks, with `_meta` `logLevel`).
+fn progress_and_logs_in(pref: EraPreference, era: Era) {
     let (ltx, lrx) = crossbeam_channel::unbounded();
-    let s = fastmcp(test_options().logs(ltx));
+    let s = fastmcp(test_options().logs(ltx).era(pref));
+    assert_eq!(s.initialize().unwrap().era, era);
     let (ptx, prx) = crossbeam_channel::unbounded();
     let r = s
         .call_tool_with(
@@ -102,30 +126,36 @@ fn progress_and_logs() {
     }
 }
 
+/// The SDK server's tool asks with a server-to-client request (its
+/// `ctx.elicit`), which only the legacy era has: the client is pinned to it.
 #[test]
 fn elicitation_through_the_sdk() {
     if !python_sdk_available() {
         return;
     }
     let s = fastmcp(
-        test_options().elicitation_handler(|req: &ElicitationRequest| {
-            assert_eq!(req.message, "What is your name?");
-            let f = &req.form.fields()[0];
-            assert_eq!(
-                (f.name.as_str(), f.required, f.secret),
-                ("name", true, false)
-            );
-            let mut m = Map::new();
-            m.insert("name".into(), json!("Ada"));
-            ElicitationResponse::Accept(m)
-        }),
+        test_options()
+            .era(EraPreference::Legacy)
+            .elicitation_handler(|req: &ElicitationRequest| {
+                assert_eq!(req.message, "What is your name?");
+                let f = &req.form.fields()[0];
+                assert_eq!(
+                    (f.name.as_str(), f.required, f.secret),
+                    ("name", true, false)
+                );
+                let mut m = Map::new();
+                m.insert("name".into(), json!("Ada"));
+                ElicitationResponse::Accept(m)
+            }),
     );
     assert_eq!(
         text(s.call_tool("elicit_name", json!({})).unwrap()),
         "hello Ada"
     );
     let s = fastmcp(
-        test_options().elicitation_handler(|_: &ElicitationRequest| ElicitationResponse::Decline),
+        test_options()
+            .era(EraPreference::Legacy)
+            .elicitation_handler(|_: &ElicitationRequest| ElicitationResponse::Decline),
     );
     assert_eq!(
         text(s.call_tool("elicit_name", json!({})).unwrap()),
@@ -138,7 +168,14 @@ fn cancellation_through_the_sdk() {
     if !python_sdk_available() {
         return;
     }
-    let s = fastmcp(test_options());
+    // Modern: notifications/cancelled for the call; legacy: the same.
+    for (pref, _) in ERAS {
+        cancellation_in(pref);
+    }
+}
+
+fn cancellation_in(pref: EraPreference) {
+    let s = fastmcp(test_options().era(pref));
     let opts = CallOptions::new().timeout(Duration::from_millis(500));
     assert!(matches!(
         s.call_tool_with("slow", json!({"seconds": 30}), &opts),

@@ -1,6 +1,8 @@
 //! The HTTP client against the official Python SDK's FastMCP server over
-//! Streamable HTTP (SSE and JSON responses, progress and logs mid-call,
-//! elicitation over the stream, the GET stream, resumption, session expiry).
+//! Streamable HTTP in the legacy era (SSE and JSON responses, progress and
+//! logs mid-call, elicitation over the stream, the GET stream, resumption,
+//! session expiry): the client is pinned to the legacy era, whose transport
+//! these are. `http_modern.rs` has the same server in the modern era.
 
 mod http_support;
 
@@ -14,6 +16,7 @@ use skald_mcp::{
 };
 
 fn connect(server: &Server, name: &str, opts: skald_mcp::ClientOptions) -> McpHttpServer {
+    let opts = opts.era(skald_mcp::EraPreference::Legacy);
     McpHttpServer::connect(&McpServerConfig::http(name, server.url()), opts).expect("connects")
 }
 

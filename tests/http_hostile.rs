@@ -115,10 +115,24 @@ fn headers_session_and_protocol_version_on_every_request() {
         init["body"]["params"]["capabilities"],
         json!({"experimental": {"tasks": {}}})
     );
+    // The era probe came first, as a modern request: no session, the
+    // modern version in the header and in `_meta`, the method mirrored.
+    let probe = &server.posts_of("server/discover")[0];
+    assert_eq!(header(probe, "mcp-session-id"), None);
+    assert_eq!(header(probe, "mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(header(probe, "mcp-method"), Some("server/discover"));
+    assert_eq!(
+        probe["body"]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
     // Every later request carries both.
     let later: Vec<&Value> = all
         .iter()
-        .filter(|r| r["path"] == "/mcp" && r["body"]["method"] != "initialize")
+        .filter(|r| {
+            r["path"] == "/mcp"
+                && r["body"]["method"] != "initialize"
+                && r["body"]["method"] != "server/discover"
+        })
         .collect();
     let verbs: Vec<&str> = later.iter().filter_map(|r| r["verb"].as_str()).collect();
     for v in ["POST", "GET", "DELETE"] {
@@ -603,7 +617,9 @@ fn failed_connect_is_a_typed_error_and_logged() {
     let (opts, _notes, logs) = wired_options();
     let e = McpHttpServer::connect(&McpServerConfig::http("h-down", url), opts).unwrap_err();
     assert!(
-        matches!(&e, McpError::Http { method: Some(m), status: None, .. } if m == "initialize"),
+        // The first request is the era probe (a refused connection is no
+        // era signal: it fails the connect at once).
+        matches!(&e, McpError::Http { method: Some(m), status: None, .. } if m == "server/discover"),
         "{e:?}"
     );
     wait_log(&logs, "failed to start");

@@ -1077,8 +1077,17 @@ impl OAuthClient {
             } else {
                 "none"
             });
+        // OpenID Connect Dynamic Registration `application_type` (asked for
+        // by MCP 2026-07-28): a loopback or custom-scheme redirect is a
+        // native application, an https one a web application.
+        let application_type = if self.opts.redirect_uri.starts_with("https://") {
+            "web"
+        } else {
+            "native"
+        };
         let body = serde_json::json!({
             "client_name": self.opts.client_name,
+            "application_type": application_type,
             "redirect_uris": [self.opts.redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],

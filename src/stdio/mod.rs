@@ -420,8 +420,9 @@ impl McpServer {
         match server.peer.initialize() {
             Ok(info) => {
                 server.peer.lifecycle(format!(
-                    "connected (pid {}, protocol {}, server {} {})",
+                    "connected (pid {}, {} era, protocol {}, server {} {})",
                     server.pid,
+                    info.era,
                     info.protocol_version,
                     info.server_info.name,
                     info.server_info.version
@@ -482,7 +483,7 @@ impl McpServer {
         };
         let (wtx, wrx) = bounded(options.write_queue_capacity.max(1));
         let caps = client_capabilities(&options, true);
-        let peer = Arc::new(Peer::new(
+        let peer = Peer::new(
             name.clone(),
             options,
             Box::new(StdioOutbound {
@@ -491,7 +492,8 @@ impl McpServer {
                 stdout: Arc::clone(&stdout),
             }),
             caps,
-        ));
+            None,
+        );
         stdout.attach(&peer);
         let closing = Arc::new(AtomicBool::new(false));
         let (reader_done_tx, reader_done) = bounded::<()>(0);

@@ -6,6 +6,7 @@ of FastMCP), with a fallback to the 1.x `mcp.server.fastmcp.FastMCP`.
 Usage:
   python3 tests/servers/fastmcp_http_server.py [--port N] [--path /mcp] [--json-response]
                                                [--stateless] [--event-store] [--retry-ms N]
+                                               [--era dual|modern|legacy]
 
   --port N          port on 127.0.0.1 (default 0: a free port is picked)
   --json-response   answer POSTs with one application/json body instead of an SSE stream
@@ -13,6 +14,10 @@ Usage:
   --event-store     keep every SSE event in memory so streams can be resumed with Last-Event-ID
                     (the SDK then sends a priming event with an id first)
   --retry-ms N      with --event-store: the SSE `retry` the priming event carries
+  --era E           dual (the SDK's default: initialize selects 2025-11-25, per-request _meta
+                    2026-07-28), modern (initialize refused with -32022 naming the supported
+                    versions) or legacy (modern requests refused with -32601, as a pre-2026
+                    server would); mcp 2.x only
 
 Once it accepts connections it prints exactly one line `READY <port>` to stdout.
 
@@ -95,8 +100,27 @@ class NameForm(BaseModel):
     name: str = Field(description="Your name")
 
 
-def build_server():
+def era_gate(era):
+    """Middleware that makes the dual-era SDK server single-era."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    async def gate(ctx, call_next):
+        if era == "modern" and ctx.method == "initialize":
+            raise MCPError(code=-32022, message="Unsupported protocol version",
+                           data={"supported": list(MODERN_PROTOCOL_VERSIONS),
+                                 "requested": (ctx.params or {}).get("protocolVersion")})
+        if era == "legacy" and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            raise MCPError(code=-32601, message="Method not found", data=ctx.method)
+        return await call_next(ctx)
+
+    return gate
+
+
+def build_server(era="dual"):
     kwargs = {"version": "1.0.0"} if SDK_MAJOR >= 2 else {}
+    if SDK_MAJOR >= 2 and era != "dual":
+        kwargs["middleware"] = [era_gate(era)]
     mcp = _Server("fastmcp-http-test", log_level="WARNING", **kwargs)
 
     @mcp.tool(description="Echo the given text back.", structured_output=False)
@@ -134,7 +158,8 @@ def build_server():
     @mcp.tool(description="The request headers the server received.", structured_output=False)
     def headers(ctx: Context) -> str:
         h = ctx.headers or {}
-        names = ["mcp-session-id", "mcp-protocol-version", "authorization", "accept", "content-type"]
+        names = ["mcp-session-id", "mcp-protocol-version", "authorization", "accept", "content-type",
+                 "mcp-method", "mcp-name"]
         return json.dumps({n: h.get(n) for n in names})
 
     @mcp.tool(description="Talk to the client on the GET stream.", structured_output=False)
@@ -179,7 +204,7 @@ def build_server():
 async def serve(args) -> None:
     import uvicorn
 
-    mcp = build_server()
+    mcp = build_server(args.era)
     kwargs = dict(streamable_http_path=args.path, json_response=args.json_response,
                   stateless_http=args.stateless)
     if args.event_store:
@@ -222,6 +247,7 @@ def main() -> None:
     ap.add_argument("--stateless", action="store_true")
     ap.add_argument("--event-store", action="store_true")
     ap.add_argument("--retry-ms", type=int)
+    ap.add_argument("--era", choices=["dual", "modern", "legacy"], default="dual")
     args = ap.parse_args()
     try:
         asyncio.run(serve(args))

@@ -12,7 +12,8 @@ Tools:      ask_llm(question) -> sampling/createMessage with the question as one
             (maxTokens 50, systemPrompt "be brief"); returns "<model>: <answer text>"
             list_client_roots() -> roots/list; returns the URIs joined with ","
             add_dynamic_tool() -> registers tool `dynamic` (returns "dynamic") and sends
-            notifications/tools/list_changed; returns "added"
+            notifications/tools/list_changed (legacy session and modern listen
+            streams); returns "added"
 Completion: prompt `review`, argument `style`: the values of
             ["terse", "verbose", "friendly"] that start with the typed prefix;
             template greeting://{name}, variable `name`: ["ada", "alan"] filtered likewise.
@@ -82,7 +83,10 @@ def dynamic() -> str:
 @mcp.tool(structured_output=False)
 async def add_dynamic_tool(ctx: Context) -> str:
     mcp.add_tool(dynamic, name="dynamic", structured_output=False)
+    # Legacy clients hear it on the session, modern ones on their
+    # subscriptions/listen streams (the SDK drops the other copy).
     await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
     return "added"
 
 

@@ -1,4 +1,4 @@
-//! The Streamable HTTP transport (MCP 2025-11-25): every JSON-RPC message the
+//! The Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28): every JSON-RPC message the
 //! client sends is one `POST` to the server's endpoint; the answer to a
 //! request is either one JSON body or a Server-Sent Events stream that
 //! carries the server's notifications and requests before the response.
@@ -79,12 +79,14 @@ use crate::limits::{
     SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
+
+mod headers;
 use crate::sse::{SseError, SseReader, SseStep};
+pub(crate) use headers::validate_tool;
 
 /// The session header (case-insensitive on the wire).
 const SESSION_HEADER: &str = "Mcp-Session-Id";
-/// The protocol version header.
-const VERSION_HEADER: &str = "MCP-Protocol-Version";
+use headers::VERSION_HEADER;
 /// What a POST accepts.
 const POST_ACCEPT: &str = "application/json, text/event-stream";
 /// Longest quoted excerpt of a body, in characters.
@@ -156,6 +158,9 @@ struct Job {
     id: i64,
     method: String,
     timeout: Duration,
+    /// The headers of a modern (2026-07-28) request; `None`: legacy, with
+    /// the session's headers.
+    modern: Option<Vec<(String, String)>>,
 }
 
 /// Why a POST did not lead to a response.
@@ -462,12 +467,14 @@ impl Shared {
         )
     }
 
-    /// Adds the authorization, session and protocol-version headers.
+    /// Adds the authorization header, and the session and protocol-version
+    /// headers (legacy) or the request's own headers (`modern`).
     fn with_headers<B>(
         &self,
         mut rb: RequestBuilder<B>,
         s: &Session,
         initialize: bool,
+        modern: Option<&[(String, String)]>,
     ) -> RequestBuilder<B> {
         if let Some(o) = &self.oauth {
             if let Some(a) = o.authorization() {
@@ -475,6 +482,13 @@ impl Shared {
             }
         } else if let Some(a) = &self.auth {
             rb = rb.header("Authorization", a.as_str());
+        }
+        if let Some(h) = modern {
+            // Stateless: no session, the version from the body's `_meta`.
+            for (k, v) in h {
+                rb = rb.header(k.as_str(), v.as_str());
+            }
+            return rb;
         }
         if !initialize {
             if let Some(id) = &s.id {
@@ -485,6 +499,17 @@ impl Shared {
             }
         }
         rb
+    }
+
+    /// The per-read timeout of a request's response (a long-lived
+    /// `subscriptions/listen` stream is reopened after
+    /// [`HTTP_LISTEN_IDLE_TIMEOUT`] of silence instead).
+    fn read_timeout(&self, job: &Job) -> Duration {
+        if job.method == "subscriptions/listen" {
+            HTTP_LISTEN_IDLE_TIMEOUT
+        } else {
+            self.stream_timeout(job.timeout)
+        }
     }
 
     /// The per-read timeout of a request's response.
@@ -527,11 +552,34 @@ impl Shared {
                 }
             }
         };
+        let modern = match headers::modern_version(msg) {
+            None => None,
+            Some(_) => {
+                let tools = (method == "tools/call")
+                    .then(|| peer.cached_tools())
+                    .flatten();
+                let name = msg.pointer("/params/name").and_then(Value::as_str);
+                let schema = tools
+                    .as_deref()
+                    .and_then(|t| t.iter().find(|t| Some(t.name.as_str()) == name))
+                    .map(|t| &t.input_schema);
+                match headers::request_headers(msg, method, schema) {
+                    Ok(h) => Some(h),
+                    Err(message) => {
+                        return Err(SendFailure::Error(McpError::InvalidInput {
+                            server: self.name.clone(),
+                            message: format!("{method}: {message}"),
+                        }))
+                    }
+                }
+            }
+        };
         let job = Job {
             body: serde_json::to_vec(msg).unwrap_or_default(),
             id,
             method: method.to_owned(),
             timeout: deadline.saturating_duration_since(Instant::now()),
+            modern,
         };
         let shared = Arc::clone(self);
         crate::threads::spawn(
@@ -721,14 +769,14 @@ impl Shared {
     ) -> std::result::Result<(), Failure> {
         let initialize = job.method == "initialize";
         let method = Some(job.method.as_str());
-        let read_timeout = self.stream_timeout(job.timeout);
+        let read_timeout = self.read_timeout(job);
         let rb = self
             .agent
             .post(&self.url)
             .header("Content-Type", "application/json")
             .header("Accept", POST_ACCEPT);
         let rb = self
-            .with_headers(rb, session, initialize)
+            .with_headers(rb, session, initialize, job.modern.as_deref())
             .config()
             .timeout_recv_response(Some(read_timeout))
             .timeout_per_read(Some(read_timeout))
@@ -737,7 +785,8 @@ impl Shared {
             .send(&job.body[..])
             .map_err(|e| Failure::Error(self.transport_err(method, "POST", &e)))?;
         let status = resp.status().as_u16();
-        if status == 404 && session.id.is_some() && !initialize {
+        let modern = job.modern.is_some();
+        if status == 404 && session.id.is_some() && !initialize && !modern {
             return Err(Failure::SessionExpired(self.quote_body(resp.into_body())));
         }
         if status == 429 || status == 503 {
@@ -755,6 +804,12 @@ impl Shared {
             return Err(self.unauthorized(status, &resp));
         }
         if !(200..300).contains(&status) {
+            if modern && (400..500).contains(&status) {
+                // A modern server explains a 4xx with a JSON-RPC error
+                // (unsupported version, header mismatch, unknown method):
+                // that error is the request's answer.
+                return self.error_body(peer, job, status, resp);
+            }
             return Err(Failure::Error(self.status_err(method, resp)));
         }
         let observer = initialize.then(|| InitObserver {
@@ -767,7 +822,7 @@ impl Shared {
                 .map(str::to_owned),
         });
         if status == 202 || status == 204 {
-            if self.listening.load(Ordering::Acquire) {
+            if !modern && self.listening.load(Ordering::Acquire) {
                 // Not what the spec says, but the answer can still come on
                 // the GET stream; the call's timeout bounds the wait.
                 ::log::debug!(target: "mcp_client", "[{}] {} accepted with {status}; waiting for the answer on the GET stream", self.name, job.method);
@@ -785,6 +840,9 @@ impl Shared {
                 let mut reader =
                     SseReader::new(resp.into_body().into_reader(), self.max_message_size);
                 let end = self.pump_request(peer, job, &mut reader, observer.as_ref(), &mut 0);
+                if modern {
+                    return self.modern_stream_end(job, status, end);
+                }
                 let position = StreamPosition {
                     last_id: reader.last_event_id().map(str::to_owned),
                     retry: reader.retry(),
@@ -804,6 +862,70 @@ impl Shared {
                     format!("unexpected {shown} (expected application/json or text/event-stream): {excerpt}"),
                 )))
             }
+        }
+    }
+
+    /// The answer to a modern request that got a `4xx`: the JSON-RPC error
+    /// of its body, routed as the request's response, or an HTTP error when
+    /// the body holds none.
+    fn error_body(
+        &self,
+        peer: &Arc<Peer>,
+        job: &Job,
+        status: u16,
+        resp: Response<Body>,
+    ) -> std::result::Result<(), Failure> {
+        let mut buf = Vec::new();
+        let _ = resp
+            .into_body()
+            .into_reader()
+            .take(HTTP_ERROR_BODY_LIMIT as u64)
+            .read_to_end(&mut buf);
+        let parsed: Option<Value> = serde_json::from_slice(&buf).ok();
+        if let Some(Value::Object(mut m)) = parsed {
+            if m.get("error").is_some_and(Value::is_object) {
+                // An error for "no id" (or another id) answers this request.
+                m.insert("id".into(), Value::from(job.id));
+                m.insert("jsonrpc".into(), Value::from("2.0"));
+                if let Ok(bytes) = serde_json::to_vec(&Value::Object(m)) {
+                    peer.dispatch_bytes(&bytes);
+                    if !peer.is_pending(job.id) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Err(Failure::Error(self.http_err(
+            Some(&job.method),
+            Some(status),
+            format!(
+                "the server answered {}: {}",
+                status_text(status),
+                self.quote(&buf)
+            ),
+        )))
+    }
+
+    /// How a modern request's event stream ended without its response:
+    /// streams are not resumable in 2026-07-28, so the call fails with
+    /// [`McpError::StreamEnded`] and the connection sends a request that
+    /// may be repeated again, with a new id.
+    fn modern_stream_end(
+        &self,
+        job: &Job,
+        status: u16,
+        end: PumpEnd,
+    ) -> std::result::Result<(), Failure> {
+        match end {
+            PumpEnd::Stopped | PumpEnd::Closing => Ok(()),
+            PumpEnd::TooLarge(_) => {
+                Err(self.too_large(&job.method, status, "an event of the response stream"))
+            }
+            PumpEnd::Ended(why) => Err(Failure::Error(McpError::StreamEnded {
+                server: self.name.clone(),
+                method: job.method.clone(),
+                reason: why.unwrap_or_else(|| "the server closed it".into()),
+            })),
         }
     }
 
@@ -993,7 +1115,7 @@ impl Shared {
         if let Some(id) = last_event_id {
             rb = rb.header("Last-Event-ID", id);
         }
-        self.with_headers(rb, session, false)
+        self.with_headers(rb, session, false, None)
             .config()
             .timeout_recv_response(Some(read_timeout))
             .timeout_per_read(Some(read_timeout))
@@ -1123,6 +1245,13 @@ impl Shared {
     ) -> Result<()> {
         let method = msg.get("method").and_then(Value::as_str);
         let session = self.snapshot();
+        let modern = headers::modern_version(msg).map(|v| {
+            let mut h = vec![(VERSION_HEADER.to_owned(), v.to_owned())];
+            if let Some(m) = method {
+                h.push(("Mcp-Method".to_owned(), m.to_owned()));
+            }
+            h
+        });
         let timeout = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
@@ -1133,7 +1262,7 @@ impl Shared {
             .header("Content-Type", "application/json")
             .header("Accept", POST_ACCEPT);
         let rb = self
-            .with_headers(rb, &session, false)
+            .with_headers(rb, &session, false, modern.as_deref())
             .config()
             .timeout_global(Some(timeout))
             .build();
@@ -1421,7 +1550,7 @@ impl Shared {
     fn delete_session(&self) -> Option<(bool, String)> {
         let session = self.snapshot();
         session.id.as_ref()?;
-        let rb = self.with_headers(self.agent.delete(&self.url), &session, false);
+        let rb = self.with_headers(self.agent.delete(&self.url), &session, false, None);
         let outcome = rb
             .config()
             .timeout_global(Some(HTTP_CLOSE_TIMEOUT))
@@ -1461,7 +1590,22 @@ impl Outbound for HttpOutbound {
     }
 
     fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure> {
+        let cancel = msg.get("method").and_then(Value::as_str) == Some("notifications/cancelled");
+        if cancel && self.shared.peer().and_then(|p| p.era()) == Some(crate::era::Era::Modern) {
+            // 2026-07-28: ending the response stream is the cancellation;
+            // no notification is posted (the POST thread stops reading at
+            // the stream's next event or read timeout).
+            return Ok(());
+        }
         self.shared.post_detached(msg)
+    }
+
+    fn answers_every_request(&self) -> bool {
+        true
+    }
+
+    fn mirrors_headers(&self) -> bool {
+        true
     }
 }
 
@@ -1504,8 +1648,9 @@ impl McpHttpServer {
         match server.peer.initialize() {
             Ok(info) => {
                 server.peer.lifecycle(format!(
-                    "connected to {} (protocol {}, server {} {}, {})",
+                    "connected to {} ({} era, protocol {}, server {} {}, {})",
                     server.shared.shown_url,
+                    info.era,
                     info.protocol_version,
                     info.server_info.name,
                     info.server_info.version,
@@ -1604,14 +1749,15 @@ impl McpHttpServer {
         });
         // Server requests can always be answered over HTTP (with a POST).
         let caps = client_capabilities(&options, true);
-        let peer = Arc::new(Peer::new(
+        let peer = Peer::new(
             name,
             options,
             Box::new(HttpOutbound {
                 shared: Arc::clone(&shared),
             }),
             caps,
-        ));
+            crate::era::origin(&shared.url),
+        );
         let _ = shared.peer.set(Arc::downgrade(&peer));
         Ok(McpHttpServer { peer, shared })
     }
@@ -1799,7 +1945,8 @@ mod tests {
                 ..
             } => {
                 assert_eq!(server, "nobody");
-                assert_eq!(method.as_deref(), Some("initialize"));
+                // The first request is the era probe.
+                assert_eq!(method.as_deref(), Some("server/discover"));
                 assert_eq!(*status, None);
             }
             other => panic!("expected an HTTP error, got {other:?}"),

@@ -17,16 +17,22 @@ use crossbeam_channel::{at, bounded, never, select, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Map, Value};
 
+mod cache;
+mod listen;
+mod mrtr;
+mod negotiate;
+
 use crate::cancel::{cancelled_notification, CancelToken, TIMEOUT_REASON};
 use crate::client::{
     CallOptions, ClientOptions, Implementation, InitializeInfo, OutputSchemaPolicy, Progress,
     ServerCapabilities,
 };
 use crate::elicitation;
+use crate::era::Era;
 use crate::error::{McpError, Result};
 use crate::jsonrpc::{self, codes, FrameError, Incoming, RequestId, RpcError};
-use crate::limits::{PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::log::{LogLevel, LogTag, McpLogLine};
+use crate::model::ResultType;
 use crate::notification::McpNotification;
 use crate::result::{excerpt, extract_call_result_owned, McpCallResult};
 use crate::task::drive_task;
@@ -90,6 +96,18 @@ pub(crate) trait Outbound: Send + Sync {
     fn read_inline(&self, _ready: &dyn Fn() -> bool, _until: Instant) -> InlineRead {
         InlineRead::Unavailable
     }
+    /// Whether every request gets some answer from the transport (an HTTP
+    /// response, if only an error status), so that the `server/discover`
+    /// probe needs no timeout of its own: a stdio server may stay silent.
+    fn answers_every_request(&self) -> bool {
+        false
+    }
+    /// Whether tool parameters declared with `x-mcp-header` are mirrored
+    /// into headers (Streamable HTTP in the modern era), so that tools
+    /// whose declarations are invalid must be left out of `tools/list`.
+    fn mirrors_headers(&self) -> bool {
+        false
+    }
 }
 
 /// How [`Outbound::read_inline`] ended.
@@ -135,8 +153,20 @@ pub(crate) struct Peer {
     pending: Mutex<HashMap<i64, Pending>>,
     dead: AtomicBool,
     dead_reason: Mutex<Option<String>>,
-    init: RwLock<Option<InitializeInfo>>,
+    /// What the handshake or the probe agreed; `None` until then.
+    init: RwLock<Option<Arc<Negotiated>>>,
     init_lock: Mutex<()>,
+    /// The HTTP origin, under which the era found is remembered.
+    pub(crate) origin: Option<String>,
+    /// The level set with `set_logging_level` (sent in every modern
+    /// request's `_meta`).
+    log_level: Mutex<Option<LogLevel>>,
+    /// Results kept for their `ttlMs`.
+    cache: Mutex<cache::ResultCache>,
+    /// The modern era's `subscriptions/listen` stream.
+    listen: listen::ListenState,
+    /// This peer, for the threads it starts itself.
+    me: std::sync::Weak<Peer>,
     /// The last complete `tools/list`, by name; `None` until listed.
     tools: RwLock<Option<Arc<Vec<McpTool>>>>,
     /// Set while a background refresh of the tool list runs.
@@ -150,6 +180,13 @@ pub(crate) struct Peer {
     /// Ids of server requests in flight (removed on reply or on the server's
     /// `notifications/cancelled`).
     server_requests: Mutex<HashSet<RequestId>>,
+}
+
+/// The agreed state of a connection.
+pub(crate) struct Negotiated {
+    pub(crate) info: InitializeInfo,
+    /// The `_meta` of every request, in the modern era; `None`: legacy.
+    pub(crate) meta: Option<Map<String, Value>>,
 }
 
 /// Removes a pending entry when a call ends without its reply, and tells the
@@ -231,7 +268,29 @@ pub(crate) fn client_capabilities(opts: &ClientOptions, can_answer_requests: boo
     Value::Object(caps)
 }
 
-fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo> {
+/// `params` with the modern `meta` merged into its `_meta` (keys already
+/// there, such as a `progressToken`, stay). Err when params is no object.
+fn with_meta(
+    params: Option<Value>,
+    meta: Map<String, Value>,
+) -> std::result::Result<Value, &'static str> {
+    let mut p = params.unwrap_or_else(|| Value::Object(Map::new()));
+    let obj = p.as_object_mut().ok_or("must be an object")?;
+    match obj.get_mut("_meta") {
+        Some(Value::Object(existing)) => {
+            for (k, v) in meta {
+                existing.insert(k, v);
+            }
+        }
+        Some(_) => return Err("has a _meta that is not an object"),
+        None => {
+            obj.insert("_meta".into(), Value::Object(meta));
+        }
+    }
+    Ok(p)
+}
+
+pub(crate) fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo> {
     let protocol = |message: String| McpError::Protocol {
         server: server.to_owned(),
         method: Some("initialize".into()),
@@ -255,6 +314,7 @@ fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo> {
     let si = v.get("serverInfo").unwrap_or(&Value::Null);
     let s = |k: &str| crate::json::opt_str(si, k);
     Ok(InitializeInfo {
+        era: Era::Legacy,
         protocol_version,
         capabilities: ServerCapabilities(capabilities),
         server_info: Implementation {
@@ -272,8 +332,11 @@ impl Peer {
         opts: ClientOptions,
         out: Box<dyn Outbound>,
         client_capabilities: Value,
-    ) -> Peer {
-        Peer {
+        origin: Option<String>,
+    ) -> Arc<Peer> {
+        let log_level = opts.log_level;
+        Arc::new_cyclic(|me| Peer {
+            me: me.clone(),
             name,
             opts,
             out,
@@ -284,13 +347,17 @@ impl Peer {
             dead_reason: Mutex::new(None),
             init: RwLock::new(None),
             init_lock: Mutex::new(()),
+            origin,
+            log_level: Mutex::new(log_level),
+            cache: Mutex::new(cache::ResultCache::default()),
+            listen: listen::ListenState::default(),
             tools: RwLock::new(None),
             refreshing_tools: AtomicBool::new(false),
             tools_stale: AtomicBool::new(false),
             elicitations: AtomicUsize::new(0),
             handlers: AtomicUsize::new(0),
             server_requests: Mutex::new(HashSet::new()),
-        }
+        })
     }
 
     /// Sends a log line to the log channel, if there is one.
@@ -340,6 +407,7 @@ impl Peer {
     /// Fails every pending call with `make(method)` and marks the connection
     /// dead (used for faults such as an oversized message).
     pub(crate) fn fail_all_with(&self, reason: &str, make: impl Fn(&str) -> McpError) {
+        self.stop_listening();
         let drained: Vec<Pending> = {
             let mut p = self.pending.lock();
             if !self.dead.swap(true, Ordering::AcqRel) {
@@ -407,18 +475,271 @@ impl Peer {
     // ---- requests -------------------------------------------------------
 
     /// Sends a request and waits for its response, honouring the timeout,
-    /// the cancellation token and progress reporting of `opts`.
+    /// the cancellation token and progress reporting of `opts`. In the
+    /// modern era the request carries the connection's `_meta`, cacheable
+    /// results are served from the cache while fresh, and the modern
+    /// errors become typed ones.
     pub(crate) fn request(
         &self,
         method: &str,
         params: Option<Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
-        // Checked without cloning the handshake's result on every request.
-        if method != "initialize" && method != "ping" && self.init.read().is_none() {
+        let mut negotiated = self.init.read().clone();
+        if negotiated.is_none() && method != "initialize" && method != "ping" {
             self.initialize()?;
+            negotiated = self.init.read().clone();
         }
-        self.request_raw(method, params, opts)
+        match negotiated {
+            Some(n) if n.meta.is_some() => self.request_modern(method, params, opts),
+            _ => self.request_raw(method, params, opts),
+        }
+    }
+
+    /// The era agreed, once it is.
+    pub(crate) fn era(&self) -> Option<Era> {
+        self.init.read().as_ref().map(|n| n.info.era)
+    }
+
+    /// The modern `_meta` of the connection right now; `None` in the
+    /// legacy era.
+    fn modern_meta(&self) -> Option<Map<String, Value>> {
+        self.init.read().as_ref().and_then(|n| n.meta.clone())
+    }
+
+    fn request_modern(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: &CallOptions,
+    ) -> Result<Value> {
+        match method {
+            // Replaced by `_meta.logLevel` in the modern era.
+            "logging/setLevel" => {
+                let level = params
+                    .as_ref()
+                    .and_then(|p| p.get("level"))
+                    .and_then(Value::as_str)
+                    .and_then(LogLevel::parse)
+                    .ok_or_else(|| McpError::InvalidInput {
+                        server: self.name.clone(),
+                        message: "logging/setLevel needs a valid level".into(),
+                    })?;
+                self.set_log_level(level);
+                return Ok(json!({}));
+            }
+            // Replaced by `subscriptions/listen`.
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| McpError::InvalidInput {
+                        server: self.name.clone(),
+                        message: format!("{method} needs a uri"),
+                    })?;
+                self.listen_resource(uri, method == "resources/subscribe")?;
+                return Ok(json!({}));
+            }
+            _ => {}
+        }
+        let cache_key = cache::key(method, params.as_ref());
+        if let Some(k) = &cache_key {
+            if let Some(v) = self.cache.lock().get(k) {
+                return Ok(v);
+            }
+        }
+        let mut version_retried = false;
+        let mut stream_retried = false;
+        let mut rounds = 0usize;
+        let mut params = params;
+        loop {
+            let meta = self.modern_meta().unwrap_or_default();
+            let requested = meta
+                .get(crate::model::keys::PROTOCOL_VERSION)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let p = with_meta(params.clone(), meta).map_err(|m| McpError::InvalidInput {
+                server: self.name.clone(),
+                message: format!("params of {method} {m}"),
+            })?;
+            match self.request_raw(method, Some(p), opts) {
+                Ok(v)
+                    if ResultType::of(&v) == ResultType::InputRequired
+                        && rounds < crate::limits::MAX_INPUT_ROUNDS =>
+                {
+                    // Multi round-trip: answer the server's input requests
+                    // with the handlers, then send the request again (a new
+                    // id) with the answers and the server's state.
+                    rounds += 1;
+                    params = Some(self.next_round(method, params, &v)?);
+                }
+                Ok(v) => {
+                    // A result reached through input rounds depends on the
+                    // answers: never cached.
+                    let key = if rounds == 0 { cache_key } else { None };
+                    return self.complete_result(method, v, key);
+                }
+                Err(McpError::Rpc {
+                    code,
+                    message,
+                    data,
+                    ..
+                }) if code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
+                    let d = crate::model::UnsupportedVersionData::from_data(data.as_deref());
+                    match crate::era::pick_modern(&d.supported) {
+                        // Even the version just sent, once.
+                        Some(v) if !version_retried => {
+                            self.lifecycle(format!(
+                                "{method}: the server does not support {requested}; retrying with {v}"
+                            ));
+                            self.switch_version(&v);
+                            version_retried = true;
+                            continue;
+                        }
+                        _ => {
+                            return Err(McpError::UnsupportedProtocolVersion {
+                                server: self.name.clone(),
+                                method: method.to_owned(),
+                                detail: Box::new(crate::error::VersionMismatch {
+                                    requested,
+                                    supported: d.supported,
+                                    message,
+                                }),
+                            })
+                        }
+                    }
+                }
+                Err(McpError::Rpc { code, message, .. }) if code == codes::HEADER_MISMATCH => {
+                    return Err(McpError::HeaderMismatch {
+                        server: self.name.clone(),
+                        method: method.to_owned(),
+                        message,
+                    })
+                }
+                Err(McpError::Rpc {
+                    code,
+                    message,
+                    data,
+                    ..
+                }) if code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+                    let required = data
+                        .as_deref()
+                        .and_then(|d| d.get("requiredCapabilities"))
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    return Err(McpError::MissingClientCapability {
+                        server: self.name.clone(),
+                        method: method.to_owned(),
+                        detail: Box::new((required, message)),
+                    });
+                }
+                Err(McpError::StreamEnded { reason, .. })
+                    if cache::is_repeatable(method) && !stream_retried =>
+                {
+                    self.lifecycle(format!(
+                        "the response stream of {method} ended before its response ({reason}); sending it again with a new id"
+                    ));
+                    stream_retried = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Checks a modern result's `resultType`, notes the `serverInfo` it
+    /// carries and caches it when it says so.
+    fn complete_result(&self, method: &str, v: Value, cache_key: Option<String>) -> Result<Value> {
+        match ResultType::of(&v) {
+            ResultType::Complete => {}
+            ResultType::InputRequired => {
+                let requests = match v.get("inputRequests") {
+                    Some(Value::Object(m)) => m
+                        .values()
+                        .map(|r| crate::json::opt_str(r, "method").unwrap_or_else(|| "?".into()))
+                        .collect(),
+                    Some(Value::Array(a)) => a
+                        .iter()
+                        .map(|r| crate::json::opt_str(r, "method").unwrap_or_else(|| "?".into()))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                return Err(McpError::InputRequired {
+                    server: self.name.clone(),
+                    method: method.to_owned(),
+                    requests,
+                });
+            }
+            ResultType::Other(t) => {
+                return Err(McpError::Protocol {
+                    server: self.name.clone(),
+                    method: Some(method.to_owned()),
+                    message: format!("unknown resultType {t:?}"),
+                })
+            }
+        }
+        if let Some(Value::Object(meta)) = v.get("_meta") {
+            if let Some(info) = crate::model::server_info(meta) {
+                self.note_server_info(info);
+            }
+        }
+        if let Some(k) = cache_key {
+            self.cache.lock().put(k, method, &v);
+        }
+        Ok(v)
+    }
+
+    /// Records a `serverInfo` seen on a result, when it changed.
+    fn note_server_info(&self, info: Implementation) {
+        if self
+            .init
+            .read()
+            .as_ref()
+            .is_some_and(|n| n.info.server_info == info)
+        {
+            return;
+        }
+        let mut g = self.init.write();
+        if let Some(n) = g.as_ref() {
+            let mut info_new = n.info.clone();
+            info_new.server_info = info;
+            *g = Some(Arc::new(Negotiated {
+                info: info_new,
+                meta: n.meta.clone(),
+            }));
+        }
+    }
+
+    /// Sets the log level of the modern `_meta`.
+    fn set_log_level(&self, level: LogLevel) {
+        *self.log_level.lock() = Some(level);
+        self.rebuild_meta(None);
+    }
+
+    /// Switches the modern `_meta` to protocol version `v`.
+    fn switch_version(&self, v: &str) {
+        self.rebuild_meta(Some(v));
+    }
+
+    fn rebuild_meta(&self, version: Option<&str>) {
+        let level = *self.log_level.lock();
+        let mut g = self.init.write();
+        let Some(n) = g.as_ref() else { return };
+        if n.meta.is_none() {
+            return;
+        }
+        let mut info = n.info.clone();
+        if let Some(v) = version {
+            info.protocol_version = v.to_owned();
+        }
+        let caps = crate::era::modern_capabilities(&self.opts);
+        let meta = crate::era::request_meta(&info.protocol_version, &caps, &self.opts, level);
+        *g = Some(Arc::new(Negotiated {
+            info,
+            meta: Some(meta),
+        }));
     }
 
     fn request_raw(
@@ -428,7 +749,8 @@ impl Peer {
         opts: &CallOptions,
     ) -> Result<Value> {
         let timeout = opts.timeout.unwrap_or(self.opts.call_timeout);
-        let cancellable = method == "tools/call";
+        // A listen stream is ended the same way a call is abandoned.
+        let cancellable = method == "tools/call" || method == "subscriptions/listen";
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if opts.on_progress.is_some() {
             let p = params.get_or_insert_with(|| json!({}));
@@ -616,6 +938,16 @@ impl Peer {
         if !self.is_alive() {
             return Err(self.disconnected(method));
         }
+        if self.era() == Some(Era::Modern)
+            && matches!(
+                method,
+                "notifications/initialized" | "notifications/roots/list_changed"
+            )
+        {
+            // Not part of the modern era: there is no session to confirm,
+            // and roots are sent with the request that needs them.
+            return Ok(());
+        }
         let msg = jsonrpc::notification_value(method, params.as_ref());
         self.out
             .send(&msg, Instant::now() + self.opts.call_timeout)
@@ -624,42 +956,23 @@ impl Peer {
 
     // ---- lifecycle --------------------------------------------------------
 
-    /// The `initialize` handshake, done once.
+    /// Agrees on the era and version with the server, once: the
+    /// `server/discover` probe and/or the `initialize` handshake (see
+    /// [`crate::era`]).
     pub(crate) fn initialize(&self) -> Result<InitializeInfo> {
-        if let Some(i) = self.init.read().as_ref() {
-            return Ok(i.clone());
+        if let Some(n) = self.init.read().as_ref() {
+            return Ok(n.info.clone());
         }
         let _serial = self.init_lock.lock();
-        if let Some(i) = self.init.read().as_ref() {
-            return Ok(i.clone());
+        if let Some(n) = self.init.read().as_ref() {
+            return Ok(n.info.clone());
         }
-        let params = json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": self.client_capabilities,
-            "clientInfo": {"name": self.opts.client_name, "version": self.opts.client_version},
-        });
-        let opts = CallOptions::default().timeout(self.opts.start_timeout);
-        let result = self
-            .request_raw("initialize", Some(params), &opts)
-            .map_err(|e| match e {
-                McpError::CallTimeout {
-                    server, timeout, ..
-                } => McpError::StartTimeout { server, timeout },
-                other => other,
-            })?;
-        let info = parse_initialize(&self.name, &result)?;
-        if info.protocol_version != PROTOCOL_VERSION {
-            let known = SUPPORTED_PROTOCOL_VERSIONS.contains(&info.protocol_version.as_str());
-            ::log::warn!(
-                target: "mcp_client",
-                "[{}] server negotiated protocol {} instead of {PROTOCOL_VERSION}{}; proceeding",
-                self.name,
-                info.protocol_version,
-                if known { "" } else { " (a version this client does not know)" }
-            );
+        let n = self.negotiate()?;
+        let info = n.info.clone();
+        *self.init.write() = Some(Arc::new(n));
+        if info.era == Era::Modern {
+            self.listen_after_discover();
         }
-        self.notify("notifications/initialized", None)?;
-        *self.init.write() = Some(info.clone());
         Ok(info)
     }
 
@@ -671,12 +984,22 @@ impl Peer {
     }
 
     pub(crate) fn init_info(&self) -> Option<InitializeInfo> {
-        self.init.read().clone()
+        self.init.read().as_ref().map(|n| n.info.clone())
     }
 
+    /// `ping` in the legacy era; in the modern era, which has no `ping`,
+    /// an uncached `server/discover` (as cheap, and what modern servers
+    /// must answer).
     pub(crate) fn ping(&self) -> Result<()> {
         let opts = CallOptions::default().timeout(self.opts.ping_timeout);
-        self.request_raw("ping", None, &opts).map(|_| ())
+        match self.modern_meta() {
+            Some(meta) => {
+                let p = with_meta(None, meta).unwrap_or(Value::Null);
+                self.request_raw("server/discover", Some(p), &opts)
+                    .map(|_| ())
+            }
+            None => self.request_raw("ping", None, &opts).map(|_| ()),
+        }
     }
 
     // ---- tools ------------------------------------------------------------
@@ -687,6 +1010,7 @@ impl Peer {
         let mut seen_cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut complete = false;
+        let mirrors = self.out.mirrors_headers() && self.initialize()?.era == Era::Modern;
         for _ in 0..self.opts.max_tool_pages.max(1) {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
             let r = self.request("tools/list", params, &CallOptions::default())?;
@@ -700,6 +1024,18 @@ impl Peer {
                     })?;
             for t in arr {
                 match McpTool::from_json(t) {
+                    Ok(tool) if mirrors => {
+                        if let Err(why) = crate::http::validate_tool(&tool.input_schema) {
+                            // 2026-07-28 over HTTP: a tool whose header
+                            // declarations are invalid is left out.
+                            ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);
+                            self.lifecycle(format!("tool '{}' left out: {why}", tool.name));
+                        } else if names.insert(tool.name.clone()) {
+                            tools.push(tool);
+                        } else {
+                            ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
+                        }
+                    }
                     Ok(tool) => {
                         if names.insert(tool.name.clone()) {
                             tools.push(tool);
@@ -978,7 +1314,9 @@ impl Peer {
                     }
                 }
             }
+            "notifications/subscriptions/acknowledged" => self.listen_acknowledged(&params),
             _ => {
+                self.cache.lock().on_notification(&method, &params);
                 if method == "notifications/tools/list_changed" && self.tools.read().is_some() {
                     self.refresh_tools_in_background();
                 }

@@ -1,0 +1,287 @@
+//! The request headers of Streamable HTTP in the modern era (2026-07-28):
+//! `MCP-Protocol-Version`, the standard `Mcp-Method` / `Mcp-Name`, and the
+//! `Mcp-Param-{Name}` headers that mirror tool parameters a server declared
+//! with `x-mcp-header`, with the specification's value encoding.
+//!
+//! Every header is derived from the request body itself, so a header can
+//! never disagree with the body it travels with.
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::model::keys;
+
+/// The protocol version header.
+pub(super) const VERSION_HEADER: &str = "MCP-Protocol-Version";
+/// The method header.
+const METHOD_HEADER: &str = "Mcp-Method";
+/// The name header (`params.name` or `params.uri`).
+const NAME_HEADER: &str = "Mcp-Name";
+/// The prefix of mirrored tool parameters.
+const PARAM_PREFIX: &str = "Mcp-Param-";
+/// The schema keyword that designates a mirrored parameter.
+const X_MCP_HEADER: &str = "x-mcp-header";
+/// The largest integer a mirrored parameter may carry (JavaScript's safe range).
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// The modern protocol version a request body declares in its `_meta`;
+/// `None` for a legacy message.
+pub(super) fn modern_version(msg: &Value) -> Option<&str> {
+    msg.get("params")?
+        .get("_meta")?
+        .get(keys::PROTOCOL_VERSION)?
+        .as_str()
+}
+
+/// The headers of modern request `msg` (method `method`). `input_schema`:
+/// the called tool's `inputSchema`, for `tools/call`, when known.
+pub(super) fn request_headers(
+    msg: &Value,
+    method: &str,
+    input_schema: Option<&Value>,
+) -> Result<Vec<(String, String)>, String> {
+    let mut h = Vec::with_capacity(4);
+    if let Some(v) = modern_version(msg) {
+        h.push((VERSION_HEADER.to_owned(), v.to_owned()));
+    }
+    h.push((METHOD_HEADER.to_owned(), method.to_owned()));
+    let params = msg.get("params");
+    let name = match method {
+        "tools/call" | "prompts/get" => params.and_then(|p| p.get("name")),
+        "resources/read" => params.and_then(|p| p.get("uri")),
+        _ => None,
+    };
+    if let Some(n) = name.and_then(Value::as_str) {
+        h.push((NAME_HEADER.to_owned(), encode(n)));
+    }
+    if method == "tools/call" {
+        if let (Some(schema), Some(args)) = (input_schema, params.and_then(|p| p.get("arguments")))
+        {
+            for (header, path) in annotations(schema)? {
+                if let Some(v) = value_at(args, &path) {
+                    if let Some(text) = header_value(v, &header)? {
+                        h.push((format!("{PARAM_PREFIX}{header}"), text));
+                    }
+                }
+            }
+        }
+    }
+    Ok(h)
+}
+
+/// Checks a tool's `x-mcp-header` declarations; Err says what is wrong.
+/// A tool that fails this is left out of `tools/list` over HTTP.
+pub(crate) fn validate_tool(input_schema: &Value) -> Result<(), String> {
+    annotations(input_schema).map(|_| ())
+}
+
+/// Every `x-mcp-header` of a schema with the property path it annotates;
+/// Err when any declaration breaks the specification's constraints.
+fn annotations(schema: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut found = Vec::new();
+    walk(schema, true, &mut Vec::new(), &mut found)?;
+    let mut seen: Vec<String> = Vec::new();
+    for (name, _) in &found {
+        let lower = name.to_ascii_lowercase();
+        if seen.contains(&lower) {
+            return Err(format!("x-mcp-header {name:?} is declared twice"));
+        }
+        seen.push(lower);
+    }
+    Ok(found)
+}
+
+/// Walks schema `node`; `reachable`: whether it is reached from the root
+/// through `properties` alone.
+fn walk(
+    node: &Value,
+    reachable: bool,
+    path: &mut Vec<String>,
+    found: &mut Vec<(String, Vec<String>)>,
+) -> Result<(), String> {
+    let Value::Object(obj) = node else {
+        if let Value::Array(items) = node {
+            for item in items {
+                walk(item, false, path, found)?;
+            }
+        }
+        return Ok(());
+    };
+    if let Some(h) = obj.get(X_MCP_HEADER) {
+        let where_ = if path.is_empty() {
+            "the schema root".to_owned()
+        } else {
+            format!("property {}", path.join("."))
+        };
+        if !reachable || path.is_empty() {
+            return Err(format!(
+                "x-mcp-header on {where_} is not reachable from the root through properties alone"
+            ));
+        }
+        let Some(name) = h.as_str() else {
+            return Err(format!("x-mcp-header on {where_} is not a string"));
+        };
+        if name.is_empty() {
+            return Err(format!("x-mcp-header on {where_} is empty"));
+        }
+        if let Some(c) = name.chars().find(|c| !is_tchar(*c)) {
+            return Err(format!(
+                "x-mcp-header {name:?} on {where_} has {c:?}, which a header name cannot have"
+            ));
+        }
+        match obj.get("type").and_then(Value::as_str) {
+            Some("string" | "integer" | "boolean") => {}
+            other => {
+                return Err(format!(
+                    "x-mcp-header {name:?} on {where_} annotates a parameter of type {}, not string, integer or boolean",
+                    other.map_or_else(|| "(none)".to_owned(), |t| t.to_owned())
+                ))
+            }
+        }
+        found.push((name.to_owned(), path.clone()));
+    }
+    for (k, v) in obj {
+        if k == "properties" {
+            if let Value::Object(props) = v {
+                for (pname, pschema) in props {
+                    path.push(pname.clone());
+                    walk(pschema, reachable, path, found)?;
+                    path.pop();
+                }
+            }
+        } else if k != X_MCP_HEADER && (v.is_object() || v.is_array()) {
+            walk(v, false, path, found)?;
+        }
+    }
+    Ok(())
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+fn value_at<'a>(args: &'a Value, path: &[String]) -> Option<&'a Value> {
+    let mut v = args;
+    for p in path {
+        v = v.as_object()?.get(p)?;
+    }
+    Some(v)
+}
+
+/// The header text of a parameter value; `None` for `null` (omitted).
+fn header_value(v: &Value, header: &str) -> Result<Option<String>, String> {
+    Ok(match v {
+        Value::Null => None,
+        Value::String(s) => Some(encode(s)),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => {
+            let i = n
+                .as_i64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+                .ok_or_else(|| format!("parameter for header {header} is not an integer: {n}"))?;
+            if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) {
+                return Err(format!(
+                    "parameter for header {header} is outside the safe integer range: {i}"
+                ));
+            }
+            Some(i.to_string())
+        }
+        other => {
+            return Err(format!(
+                "parameter for header {header} is not a primitive value: {other}"
+            ))
+        }
+    })
+}
+
+/// A header value as the specification encodes it: as-is when it is plain
+/// visible ASCII (spaces inside), else `=?base64?…?=` of its UTF-8.
+pub(super) fn encode(s: &str) -> String {
+    // Tabs are legal in header values, but are control characters: they are
+    // encoded too, as servers expect.
+    let unsafe_byte = s.bytes().any(|b| !(0x20..=0x7e).contains(&b));
+    let padded = s.starts_with(' ') || s.ends_with(' ');
+    let sentinel = s.starts_with("=?base64?") && s.ends_with("?=");
+    let plain = !(unsafe_byte || padded || sentinel);
+    if plain {
+        s.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn spec_encoding_examples() {
+        assert_eq!(encode("us-west1"), "us-west1");
+        assert_eq!(encode("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
+        assert_eq!(encode(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(encode("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            encode("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+    }
+
+    #[test]
+    fn standard_and_param_headers() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "deep": {"type": "object", "properties": {"flag": {"type": "boolean", "x-mcp-header": "Flag"}}},
+            "absent": {"type": "string", "x-mcp-header": "Absent"},
+            "query": {"type": "string"}
+        }});
+        let msg = json!({"params": {"name": "execute_sql", "arguments": {
+            "region": "us-west1", "n": 42.0, "deep": {"flag": true}, "query": "q"
+        }, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        let h = request_headers(&msg, "tools/call", Some(&schema)).unwrap();
+        let get = |k: &str| h.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("MCP-Protocol-Version"), Some("2026-07-28"));
+        assert_eq!(get("Mcp-Method"), Some("tools/call"));
+        assert_eq!(get("Mcp-Name"), Some("execute_sql"));
+        assert_eq!(get("Mcp-Param-Region"), Some("us-west1"));
+        assert_eq!(get("Mcp-Param-N"), Some("42"));
+        assert_eq!(get("Mcp-Param-Flag"), Some("true"));
+        assert_eq!(get("Mcp-Param-Absent"), None);
+        let r = request_headers(
+            &json!({"params": {"uri": "file:///é"}}),
+            "resources/read",
+            None,
+        )
+        .unwrap();
+        assert!(r.contains(&("Mcp-Name".into(), encode("file:///é"))));
+    }
+
+    #[test]
+    fn invalid_declarations() {
+        let bad = [
+            json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A B"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "A\r\n"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "X"},
+                                  "b": {"type": "string", "x-mcp-header": "x"}}}),
+            json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}}),
+            json!({"properties": {"a": {"anyOf": [{"type": "string", "x-mcp-header": "A"}]}}}),
+            json!({"$defs": {"d": {"type": "string", "x-mcp-header": "A"}}}),
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": 3}}}),
+        ];
+        for s in bad {
+            assert!(validate_tool(&s).is_err(), "{s}");
+        }
+        let good = json!({"properties": {
+            "x-mcp-header": {"type": "string"},
+            "a": {"type": "object", "properties": {"b": {"type": "integer", "x-mcp-header": "B"}}}
+        }});
+        validate_tool(&good).unwrap();
+    }
+}

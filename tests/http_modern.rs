@@ -1,0 +1,200 @@
+//! The HTTP client in the modern era (MCP 2026-07-28) against the official
+//! Python SDK's server, which is dual-era by default and can be made
+//! modern-only or legacy-only (`--era`): era detection over HTTP, the
+//! stateless transport (no session, no GET stream, the version header and
+//! `_meta` on every POST, `Mcp-Method`/`Mcp-Name`), progress, logs and
+//! cancellation in the modern era.
+
+mod http_support;
+
+use std::time::{Duration, Instant};
+
+use http_support::*;
+use serde_json::{json, Value};
+use skald_mcp::{
+    CallOptions, CancelToken, Era, EraPreference, LogLevel, LogTag, McpCallResult, McpError,
+    McpHttpServer, McpServerClient, McpServerConfig,
+};
+
+fn connect(server: &Server, name: &str, opts: skald_mcp::ClientOptions) -> McpHttpServer {
+    McpHttpServer::connect(&McpServerConfig::http(name, server.url()), opts).expect("connects")
+}
+
+fn text(r: McpCallResult) -> String {
+    match r {
+        McpCallResult::Text(t) => t,
+        other => panic!("expected text, got {other:?}"),
+    }
+}
+
+fn headers_seen(c: &McpHttpServer) -> Value {
+    serde_json::from_str(&text(c.call_tool("headers", json!({})).unwrap())).unwrap()
+}
+
+/// The compatibility matrix over HTTP: a dual-era client against dual-era,
+/// modern-only and legacy-only servers, in auto mode and forced.
+#[test]
+fn era_detection_over_http() {
+    if !python_sdk_available() {
+        return;
+    }
+    let cells = [
+        ("dual", EraPreference::Auto, Some(Era::Modern)),
+        ("dual", EraPreference::Legacy, Some(Era::Legacy)),
+        ("dual", EraPreference::Modern, Some(Era::Modern)),
+        ("modern", EraPreference::Auto, Some(Era::Modern)),
+        ("modern", EraPreference::Legacy, None),
+        ("legacy", EraPreference::Auto, Some(Era::Legacy)),
+        ("legacy", EraPreference::Modern, None),
+    ];
+    for (server_era, pref, want) in cells {
+        let server = Server::fastmcp(&["--era", server_era]).unwrap();
+        let cfg = McpServerConfig::http(format!("era-{server_era}"), server.url());
+        let got = McpHttpServer::connect(&cfg, test_options().era(pref));
+        match (want, got) {
+            (Some(era), Ok(c)) => {
+                let info = c.initialize().unwrap();
+                assert_eq!(info.era, era, "{server_era} server, {pref:?}");
+                let expected = match era {
+                    Era::Modern => "2026-07-28",
+                    Era::Legacy => "2025-11-25",
+                };
+                assert_eq!(info.protocol_version, expected);
+                assert_eq!(
+                    text(c.call_tool("echo", json!({"text": "hi"})).unwrap()),
+                    "hi"
+                );
+                assert_eq!(c.session_id().is_some(), era == Era::Legacy);
+                c.close().unwrap();
+            }
+            (None, Err(e)) => {
+                // A forced era the server does not speak is a clear error,
+                // never a fallback.
+                let shown = e.to_string();
+                assert!(!shown.is_empty(), "{server_era} server, {pref:?}: {e:?}");
+            }
+            (want, got) => panic!("{server_era} server, {pref:?}: wanted {want:?}, got {got:?}"),
+        }
+    }
+}
+
+#[test]
+fn stateless_requests_carry_version_method_and_name() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let c = connect(&server, "fm-modern", test_options());
+    assert_eq!(c.initialize().unwrap().era, Era::Modern);
+    assert_eq!(c.session_id(), None);
+    let h = headers_seen(&c);
+    assert_eq!(h["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(h["mcp-method"], "tools/call");
+    assert_eq!(h["mcp-name"], "headers");
+    assert_eq!(h["mcp-session-id"], Value::Null);
+    assert_eq!(h["accept"], "application/json, text/event-stream");
+    // No GET stream in this era.
+    assert!(!c.is_listening());
+    // ping is server/discover in the modern era (there is no ping).
+    c.ping().unwrap();
+    c.close().unwrap();
+}
+
+#[test]
+fn progress_and_logs_in_the_modern_era() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let (opts, _notes, logs) = wired_options();
+    let c = connect(&server, "fm-mprogress", opts);
+    let (ptx, prx) = crossbeam_channel::unbounded();
+    let r = c
+        .call_tool_with(
+            "progress",
+            json!({"steps": 4}),
+            &CallOptions::new().progress_channel(ptx),
+        )
+        .unwrap();
+    assert_eq!(text(r), "progressed 4");
+    let got: Vec<f64> = prx.try_iter().map(|p| p.progress).collect();
+    assert_eq!(got, [1.0, 2.0, 3.0, 4.0]);
+    // The server logs only at the level the request's `_meta` asks for
+    // (debug by default): both lines arrive.
+    assert_eq!(
+        text(
+            c.call_tool("log", json!({"message": "modern careful"}))
+                .unwrap()
+        ),
+        "logged"
+    );
+    assert_eq!(
+        wait_log(&logs, "modern careful").tag,
+        LogTag::Level(LogLevel::Info)
+    );
+    assert_eq!(
+        wait_log(&logs, "modern careful").tag,
+        LogTag::Level(LogLevel::Warning)
+    );
+    // Raising the level (no logging/setLevel in this era: it goes into
+    // `_meta`) filters the info line out.
+    c.set_logging_level(LogLevel::Warning).unwrap();
+    c.call_tool("log", json!({"message": "only the warning"}))
+        .unwrap();
+    let l = wait_log(&logs, "only the warning");
+    assert_eq!(l.tag, LogTag::Level(LogLevel::Warning));
+    c.close().unwrap();
+}
+
+#[test]
+fn cancellation_and_timeouts_in_the_modern_era() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let c = connect(&server, "fm-mcancel", test_options());
+    let token = CancelToken::new();
+    token.cancel_with("stop");
+    let started = Instant::now();
+    let e = c
+        .call_tool_with(
+            "slow",
+            json!({"seconds": 30}),
+            &CallOptions::new().cancel_token(token),
+        )
+        .unwrap_err();
+    assert!(matches!(&e, McpError::Cancelled { .. }), "{e:?}");
+    let e = c
+        .call_tool_with(
+            "slow",
+            json!({"seconds": 30}),
+            &CallOptions::new().timeout(Duration::from_millis(300)),
+        )
+        .unwrap_err();
+    assert!(matches!(e, McpError::CallTimeout { .. }), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        text(c.call_tool("slow", json!({"seconds": 0.1})).unwrap()),
+        "done after 0.1s"
+    );
+    c.close().unwrap();
+}
+
+#[test]
+fn concurrent_modern_calls_each_get_their_result() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let c = std::sync::Arc::new(connect(&server, "fm-mmany", test_options()));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let c = std::sync::Arc::clone(&c);
+            std::thread::spawn(move || {
+                text(
+                    c.call_tool("echo", json!({"text": format!("n{i}")}))
+                        .unwrap(),
+                )
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().unwrap(), format!("n{i}"));
+    }
+}
