@@ -11,7 +11,7 @@
 //! and no threads. Each figure is printed with its ratio to the floor.
 //!
 //! Options: `--quick` (fewer iterations), `--only a,b` (scenario keys:
-//! cold, seq, tput, fanout, start50, rss100, kill, http), `--sizes 128,64k,1m`
+//! cold, seq, tput, fanout, start50, rss100, kill, http, era), `--sizes 128,64k,1m`
 //! (payloads of the sequential scenario), `--floor-variants` (the floor
 //! also with a `poll` before each read, with a reader thread handing each
 //! reply over, and with `poll` plus encoding the request from and parsing
@@ -21,6 +21,14 @@
 //! the floor out of the throughput scenario). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects.
+//!
+//! The `era` scenario (not in the default set) compares the two protocol
+//! eras of this client against the echo server in `--dual-era` mode:
+//! sequential 128 B `tools/call` p50 over stdio and HTTP, legacy (the
+//! `initialize` handshake, no `_meta`) beside modern (2026-07-28: every
+//! request carries the `_meta` version, capabilities and identity; over HTTP
+//! also the standard headers), interleaved in rounds so that drift of the
+//! machine hits both alike.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -504,8 +512,13 @@ struct HttpEcho {
 
 impl HttpEcho {
     fn start(server: &str) -> HttpEcho {
+        HttpEcho::start_with(server, &[])
+    }
+
+    fn start_with(server: &str, extra: &[&str]) -> HttpEcho {
         let mut child = Command::new(server)
             .args(["--http", "127.0.0.1:0"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -720,6 +733,29 @@ fn ours_kill(server: &str) -> Duration {
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let at = h.join().unwrap();
     at.duration_since(t)
+}
+
+/// Sequential 128 B calls over stdio in `era`, against a dual-era server.
+fn era_stdio(server: &str, era: skald_mcp::EraPreference, n: usize) -> Vec<Duration> {
+    let cfg = McpServerConfig::stdio("era", server, ["--dual-era"]);
+    let s = McpServer::connect(&cfg, ClientOptions::default().era(era)).expect("connect");
+    s.list_tools().expect("tools/list");
+    let v = timed(n, || call(&s, 128));
+    let _ = s.close();
+    v
+}
+
+/// Sequential 128 B calls over HTTP in `era`.
+fn era_http(url: &str, era: skald_mcp::EraPreference, n: usize) -> Vec<Duration> {
+    let s = McpHttpServer::connect(
+        &McpServerConfig::http("era-http", url),
+        ClientOptions::default().era(era),
+    )
+    .expect("connect over HTTP");
+    s.list_tools().unwrap();
+    let v = timed(n, || call(&s, 128));
+    let _ = s.close();
+    v
 }
 
 fn ours_http(url: &str, n: usize) -> Vec<Duration> {
@@ -947,6 +983,58 @@ fn main() {
             "µs",
             true,
         );
+    }
+
+    if args
+        .only
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|k| k == "era"))
+    {
+        use skald_mcp::EraPreference::{Legacy, Modern};
+        let rounds = 5;
+        let n = if args.quick { 2000 } else { 10_000 };
+        let echo = HttpEcho::start_with(&server, &["--dual-era"]);
+        let (mut sl, mut sm, mut hl, mut hm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            sl.extend(era_stdio(&server, Legacy, n));
+            sm.extend(era_stdio(&server, Modern, n));
+            hl.extend(era_http(&echo.url, Legacy, n / 4));
+            hm.extend(era_http(&echo.url, Modern, n / 4));
+        }
+        let (sl, sm, hl, hm) = (median(sl), median(sm), median(hl), median(hm));
+        t.add(
+            "era_stdio_legacy_p50_us",
+            "stdio tools/call 128 B, legacy, p50",
+            sl,
+            None,
+            "µs",
+            true,
+        );
+        t.add(
+            "era_stdio_modern_p50_us",
+            "stdio tools/call 128 B, modern, p50",
+            sm,
+            None,
+            "µs",
+            true,
+        );
+        t.add(
+            "era_http_legacy_p50_us",
+            "HTTP tools/call 128 B, legacy, p50",
+            hl,
+            None,
+            "µs",
+            true,
+        );
+        t.add(
+            "era_http_modern_p50_us",
+            "HTTP tools/call 128 B, modern, p50",
+            hm,
+            None,
+            "µs",
+            true,
+        );
+        println!("modern ÷ legacy: stdio {:.3}, HTTP {:.3}", sm / sl, hm / hl);
     }
 
     t.print();

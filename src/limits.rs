@@ -52,6 +52,12 @@ pub const RESULT_CACHE_MAX_BYTES: usize = 1024 * 1024;
 /// request).
 pub const LISTEN_REQUEST_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How long connecting waits for the server to acknowledge the first
+/// `subscriptions/listen` stream (notifications sent before it is open are
+/// lost, so the first call must not race it); after that the stream keeps
+/// being opened in the background.
+pub const LISTEN_READY_WAIT: Duration = Duration::from_secs(2);
+
 /// How often a `subscriptions/listen` stream is reopened, in a row, after
 /// failing before the client gives up on it (until the next subscription
 /// change).

@@ -99,7 +99,10 @@ fn a_new_user_session() {
     assert!(e.ok(&["events", "--pending"]).contains("event/demo"));
     assert!(e.ok(&["ping", "demo"]).starts_with("pong from demo"));
     let checked = e.ok(&["list", "--check"]);
-    assert!(checked.contains("status: connected, 17 tools"), "{checked}");
+    assert!(
+        checked.contains("status: connected (legacy era, protocol 2025-11-25), 17 tools"),
+        "{checked}"
+    );
     let logs = e.ok(&["logs", "demo"]);
     assert!(
         logs.contains("[stderr]") && logs.contains("demo server ready"),

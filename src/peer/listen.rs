@@ -21,7 +21,9 @@ use super::Peer;
 use crate::cancel::CancelToken;
 use crate::client::CallOptions;
 use crate::error::{McpError, Result};
-use crate::limits::{LISTEN_MAX_FAILURES, LISTEN_REQUEST_TIMEOUT, READER_THREAD_STACK};
+use crate::limits::{
+    LISTEN_MAX_FAILURES, LISTEN_READY_WAIT, LISTEN_REQUEST_TIMEOUT, READER_THREAD_STACK,
+};
 use crate::model::{Acknowledged, ListenFilter};
 
 /// The least time between two openings of the stream after it failed or
@@ -45,6 +47,9 @@ struct Inner {
     open: Option<(u64, CancelToken)>,
     /// The last acknowledgment, with the generation of its stream.
     acked: Option<(u64, ListenFilter)>,
+    /// How many streams have ended (a server that ends the stream without
+    /// acknowledging it must not hold up the connect).
+    ended: u64,
 }
 
 /// The state of the `subscriptions/listen` stream of one connection.
@@ -75,10 +80,23 @@ impl Peer {
 
     /// Opens the listen stream once the modern era was agreed, when the
     /// server's capabilities say it sends change notifications.
+    ///
+    /// Waits (up to [`LISTEN_READY_WAIT`]) for the server to acknowledge the
+    /// stream: a server sends change notifications only to streams that are
+    /// open, so the first call must not race it (as the legacy GET stream).
     pub(super) fn listen_after_discover(&self) {
         let wanted = !self.listen_filter(&BTreeSet::new()).is_empty();
-        if wanted {
-            self.ensure_listening();
+        if !wanted {
+            return;
+        }
+        self.ensure_listening();
+        let deadline = Instant::now() + LISTEN_READY_WAIT;
+        let mut g = self.listen.inner.lock();
+        while g.running && g.acked.is_none() && g.ended == 0 && !g.stopped {
+            if self.listen.changed.wait_until(&mut g, deadline).timed_out() {
+                ::log::debug!(target: "mcp_client", "[{}] subscriptions/listen not acknowledged within {} ms; going on", self.name, LISTEN_READY_WAIT.as_millis());
+                break;
+            }
         }
     }
 
@@ -188,6 +206,7 @@ fn listen_loop(me: std::sync::Weak<Peer>) {
             let mut g = peer.listen.inner.lock();
             if g.stopped || !peer.is_alive() {
                 g.running = false;
+                peer.listen.changed.notify_all();
                 return;
             }
             let filter = peer.listen_filter(&g.resources);
@@ -215,11 +234,14 @@ fn listen_loop(me: std::sync::Weak<Peer>) {
             if g.open.as_ref().is_some_and(|(gen, _)| *gen == generation) {
                 g.open = None;
             }
+            g.ended += 1;
+            peer.listen.changed.notify_all();
         }
         let ended = match outcome {
             Err(McpError::Cancelled { .. }) => continue,
             Err(McpError::Disconnected { .. }) => {
                 peer.listen.inner.lock().running = false;
+                peer.listen.changed.notify_all();
                 return;
             }
             Ok(_) => "the server ended it".to_owned(),

@@ -56,6 +56,16 @@ pub(crate) enum Command {
         enabled: bool,
         reply: Reply<bool>,
     },
+    SetServerEra {
+        name: String,
+        era: crate::era::Era,
+        protocol_version: String,
+        reply: Reply<bool>,
+    },
+    GetServerEra {
+        name: String,
+        reply: Reply<Option<(crate::era::Era, Option<String>)>>,
+    },
     PendingEvents {
         limit: usize,
         reply: Reply<Vec<StoredEvent>>,

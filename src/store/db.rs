@@ -359,6 +359,42 @@ pub(crate) fn set_enabled(
         > 0)
 }
 
+/// Records the era and protocol version `name` was found to speak; true if
+/// the server has a row.
+pub(crate) fn set_server_era(
+    conn: &Connection,
+    name: &str,
+    era: &str,
+    protocol_version: &str,
+) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE mcp_servers SET era = ?2, protocol_version = ?3 WHERE name = ?1 \
+             AND (era IS NOT ?2 OR protocol_version IS NOT ?3)",
+        )?
+        .execute(params![name, era, protocol_version])?
+        > 0
+        || conn
+            .prepare_cached("SELECT 1 FROM mcp_servers WHERE name = ?1")?
+            .exists([name])?)
+}
+
+/// The era and protocol version recorded for `name`, if any.
+pub(crate) fn server_era(
+    conn: &Connection,
+    name: &str,
+) -> rusqlite::Result<Option<(String, Option<String>)>> {
+    conn.prepare_cached("SELECT era, protocol_version FROM mcp_servers WHERE name = ?1")?
+        .query_row([name], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, Option<String>>(1)?,
+            ))
+        })
+        .optional()
+        .map(|row| row.and_then(|(era, v)| era.map(|e| (e, v))))
+}
+
 impl GrantScope {
     fn table(self) -> &'static str {
         match self {

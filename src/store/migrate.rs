@@ -36,6 +36,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0003_mcp_oauth",
         sql: include_str!("../../migrations/0003_mcp_oauth.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_mcp_server_era",
+        sql: include_str!("../../migrations/0004_mcp_server_era.sql"),
+    },
 ];
 
 /// The schema version this build creates and understands.

@@ -425,6 +425,34 @@ impl StoreHandle {
         })
     }
 
+    /// Records the protocol era (and version) server `name` was found to
+    /// speak, kept with its row; false if there is no such server.
+    pub fn set_server_era(
+        &self,
+        name: &str,
+        era: crate::Era,
+        protocol_version: &str,
+    ) -> Result<bool> {
+        let (name, protocol_version) = (name.to_string(), protocol_version.to_string());
+        self.call("recording a server's protocol era", |reply| {
+            Command::SetServerEra {
+                name,
+                era,
+                protocol_version,
+                reply,
+            }
+        })
+    }
+
+    /// The protocol era (and version) recorded for server `name`: what the
+    /// next connection tries first.
+    pub fn server_era(&self, name: &str) -> Result<Option<(crate::Era, Option<String>)>> {
+        let name = name.to_string();
+        self.call("reading a server's protocol era", |reply| {
+            Command::GetServerEra { name, reply }
+        })
+    }
+
     /// Sets a server's `enabled` flag; true if the server exists.
     pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<bool> {
         let name = name.to_string();

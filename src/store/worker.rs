@@ -383,6 +383,26 @@ impl Worker {
                 let r = self.write(ctx, |c| db::delete_server(c, &name).map_err(sql_err(ctx)));
                 let _ = reply.send(r);
             }
+            Command::SetServerEra {
+                name,
+                era,
+                protocol_version,
+                reply,
+            } => {
+                let ctx = "recording a server's protocol era";
+                let r = self.write(ctx, |c| {
+                    db::set_server_era(c, &name, era.as_str(), &protocol_version)
+                        .map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            Command::GetServerEra { name, reply } => {
+                let ctx = "reading a server's protocol era";
+                let r = db::server_era(&self.conn, &name)
+                    .map(|row| row.and_then(|(e, v)| crate::era::Era::parse(&e).map(|e| (e, v))))
+                    .map_err(sql_err(ctx));
+                let _ = reply.send(r);
+            }
             Command::SetEnabled {
                 name,
                 enabled,

@@ -18,7 +18,12 @@
 //! * `--hang` [`ECHO_HANG`=1] — never answer `tools/call`;
 //! * `--http ADDR` [`ECHO_HTTP`] — serve Streamable HTTP on ADDR
 //!   (`127.0.0.1:0` picks a port); the first stdout line is
-//!   `listening http://ADDR/mcp`.
+//!   `listening http://ADDR/mcp`;
+//! * `--dual-era` [`ECHO_DUAL_ERA`=1] — also answer `server/discover`
+//!   (MCP 2026-07-28), so that a dual-era client runs in the modern era;
+//!   requests are answered the same either way (their `_meta` is parsed and
+//!   ignored). Without it `server/discover` is an unknown method, as on a
+//!   legacy server.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -33,6 +38,7 @@ struct Config {
     exit_after: Option<u64>,
     hang: bool,
     http: Option<String>,
+    dual_era: bool,
 }
 
 fn config() -> Config {
@@ -42,6 +48,7 @@ fn config() -> Config {
             .and_then(|v| v.parse().ok()),
         hang: std::env::var("ECHO_HANG").is_ok_and(|v| v == "1"),
         http: std::env::var("ECHO_HTTP").ok().filter(|v| !v.is_empty()),
+        dual_era: std::env::var("ECHO_DUAL_ERA").is_ok_and(|v| v == "1"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -49,8 +56,9 @@ fn config() -> Config {
             "--exit-after" => c.exit_after = args.next().and_then(|v| v.parse().ok()),
             "--hang" => c.hang = true,
             "--http" => c.http = args.next(),
+            "--dual-era" => c.dual_era = true,
             "-h" | "--help" => {
-                eprintln!("echo-server [--exit-after N] [--hang] [--http ADDR]");
+                eprintln!("echo-server [--exit-after N] [--hang] [--http ADDR] [--dual-era]");
                 std::process::exit(0);
             }
             other => {
@@ -168,6 +176,10 @@ impl Server {
                 );
                 sink.send(self.result_line(&id, &result));
             }
+            "server/discover" if self.cfg.dual_era => sink.send(self.result_line(
+                &id,
+                r#"{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"echo-server","version":"0.0.0"}},"ttlMs":0,"cacheScope":"public"}"#,
+            )),
             "ping" => sink.send(self.result_line(&id, "{}")),
             "tools/list" => sink.send(self.result_line(&id, TOOLS)),
             "tools/call" => {
@@ -248,7 +260,10 @@ impl Sink for StdoutSink {
 
 fn serve_stdio(server: Arc<Server>) {
     let sink = StdoutSink {
-        out: Arc::new(Mutex::new(BufWriter::with_capacity(256 * 1024, io::stdout()))),
+        out: Arc::new(Mutex::new(BufWriter::with_capacity(
+            256 * 1024,
+            io::stdout(),
+        ))),
         flush_now: Arc::new(std::sync::atomic::AtomicBool::new(true)),
     };
     let mut r = BufReader::with_capacity(256 * 1024, io::stdin());
@@ -309,7 +324,12 @@ impl OneShot {
     }
 }
 
-fn respond(w: &mut impl Write, status: &str, headers: &[(&str, &str)], body: &[u8]) -> io::Result<()> {
+fn respond(
+    w: &mut impl Write,
+    status: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> io::Result<()> {
     let mut head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
         head.push_str(k);
@@ -323,7 +343,11 @@ fn respond(w: &mut impl Write, status: &str, headers: &[(&str, &str)], body: &[u
     w.flush()
 }
 
-fn serve_connection(server: Arc<Server>, stream: TcpStream, sessions: Arc<AtomicU64>) -> io::Result<()> {
+fn serve_connection(
+    server: Arc<Server>,
+    stream: TcpStream,
+    sessions: Arc<AtomicU64>,
+) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut r = BufReader::with_capacity(64 * 1024, stream.try_clone()?);
     let mut w = BufWriter::with_capacity(64 * 1024, stream);
@@ -367,12 +391,20 @@ fn serve_connection(server: Arc<Server>, stream: TcpStream, sessions: Arc<Atomic
                 let msg: Value = match serde_json::from_slice(&body) {
                     Ok(v) => v,
                     Err(e) => {
-                        respond(&mut w, "400 Bad Request", &[("Content-Type", "text/plain")], e.to_string().as_bytes())?;
+                        respond(
+                            &mut w,
+                            "400 Bad Request",
+                            &[("Content-Type", "text/plain")],
+                            e.to_string().as_bytes(),
+                        )?;
                         continue;
                     }
                 };
                 let is_init = msg.get("method").and_then(Value::as_str) == Some("initialize");
-                let sink = OneShot(Arc::new((Mutex::new(Vec::new()), std::sync::Condvar::new())));
+                let sink = OneShot(Arc::new((
+                    Mutex::new(Vec::new()),
+                    std::sync::Condvar::new(),
+                )));
                 if server.handle(msg, &sink) {
                     let mut resp = sink.wait_response();
                     if resp.last() == Some(&b'\n') {
@@ -389,9 +421,19 @@ fn serve_connection(server: Arc<Server>, stream: TcpStream, sessions: Arc<Atomic
                     respond(&mut w, "202 Accepted", &[], b"")?;
                 }
             }
-            "GET" => respond(&mut w, "405 Method Not Allowed", &[("Allow", "POST, DELETE")], b"")?,
+            "GET" => respond(
+                &mut w,
+                "405 Method Not Allowed",
+                &[("Allow", "POST, DELETE")],
+                b"",
+            )?,
             "DELETE" => respond(&mut w, "200 OK", &[], b"")?,
-            _ => respond(&mut w, "405 Method Not Allowed", &[("Allow", "POST, DELETE")], b"")?,
+            _ => respond(
+                &mut w,
+                "405 Method Not Allowed",
+                &[("Allow", "POST, DELETE")],
+                b"",
+            )?,
         }
         if close {
             return Ok(());

@@ -195,10 +195,17 @@ fn connect(
         }
         opts.oauth = Some(oauth);
     }
+    // The era the server spoke last time is tried first.
+    if let (Some(s), None) = (store, opts.era_hint) {
+        opts.era_hint = s.server_era(&cfg.name).ok().flatten().map(|(e, _)| e);
+    }
     let client: Arc<dyn McpServerClient> = match cfg.transport {
         McpTransport::Stdio => Arc::new(McpServer::connect(cfg, opts)?),
         McpTransport::Http => Arc::new(McpHttpServer::connect(cfg, opts)?),
     };
+    if let (Some(s), Ok(info)) = (store, client.initialize()) {
+        let _ = s.set_server_era(&cfg.name, info.era, &info.protocol_version);
+    }
     ACTIVE.lock().push(Arc::clone(&client));
     if INTERRUPTED.load(Ordering::Acquire) {
         let _ = client.close();
@@ -359,10 +366,17 @@ fn list(g: &Global, check: bool) -> Res {
                         }
                         match connect(c, opts, Some(store_ref)).and_then(|cl| {
                             let n = cl.list_tools().map_err(Failure::from)?.len();
+                            let info = cl.initialize().map_err(Failure::from)?;
                             let _ = cl.close();
-                            Ok(n)
+                            Ok((n, info))
                         }) {
-                            Ok(n) => ("connected".to_owned(), n.to_string()),
+                            Ok((n, info)) => (
+                                format!(
+                                    "connected ({} era, protocol {})",
+                                    info.era, info.protocol_version
+                                ),
+                                n.to_string(),
+                            ),
                             Err(Failure::Mcp(e)) => (
                                 format!("failed: {}", one_line(&e.to_string())),
                                 String::new(),
@@ -380,13 +394,22 @@ fn list(g: &Global, check: bool) -> Res {
     } else {
         Vec::new()
     };
+    // The era each server spoke when it last connected (re-read: a check
+    // above may just have recorded it).
+    let eras: Vec<Option<(skald_mcp::Era, Option<String>)>> = rows
+        .iter()
+        .map(|c| store.server_era(&c.name).ok().flatten())
+        .collect();
     if g.json {
         let v: Vec<Value> = rows
             .iter()
             .enumerate()
             .map(|(i, c)| {
+                let era = eras[i].as_ref();
                 json!({"name": c.name, "transport": c.transport.as_str(), "enabled": c.enabled,
                        "target": target_of(c), "description": c.description, "friendly_name": c.friendly_name,
+                       "era": era.map(|e| e.0.as_str()),
+                       "protocol_version": era.and_then(|e| e.1.clone()),
                        "status": statuses.get(i).map(|s| s.0.clone()),
                        "tools": statuses.get(i).and_then(|s| s.1.parse::<u64>().ok())})
             })
@@ -396,15 +419,16 @@ fn list(g: &Global, check: bool) -> Res {
         println!("no servers (add one with `skald-mcp add NAME -- COMMAND ARGS...`)");
     } else {
         println!(
-            "{:<16} {:<9} {:<8} {:<40} DESCRIPTION",
-            "NAME", "TRANSPORT", "ENABLED", "TARGET"
+            "{:<16} {:<9} {:<8} {:<8} {:<40} DESCRIPTION",
+            "NAME", "TRANSPORT", "ENABLED", "ERA", "TARGET"
         );
         for (i, c) in rows.iter().enumerate() {
             println!(
-                "{:<16} {:<9} {:<8} {:<40} {}",
+                "{:<16} {:<9} {:<8} {:<8} {:<40} {}",
                 c.name,
                 c.transport.as_str(),
                 if c.enabled { "yes" } else { "no" },
+                eras[i].as_ref().map_or("-", |e| e.0.as_str()),
                 truncate(&target_of(c), 40),
                 c.description.as_deref().unwrap_or("")
             );
