@@ -316,26 +316,142 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> V
     line(&request_value(id, method, params))
 }
 
+/// What the connection adds to a request's `params._meta` on the way out,
+/// without copying the params: the modern era's shared `_meta` (protocol
+/// version, capabilities, identity) and a `progressToken`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MetaExtra<'a> {
+    /// Entries every request of the connection carries.
+    pub(crate) shared: Option<&'a Map<String, Value>>,
+    /// The request's `progressToken`, when progress is wanted.
+    pub(crate) progress_token: Option<i64>,
+}
+
+impl MetaExtra<'_> {
+    fn is_empty(&self) -> bool {
+        self.shared.is_none() && self.progress_token.is_none()
+    }
+}
+
+/// `params` (an object, or absent) with the extra `_meta` merged in, as it
+/// is serialised: the params' own `_meta` entries first, those of `extra`
+/// replacing any of the same name.
+struct ParamsOut<'a> {
+    params: Option<&'a Map<String, Value>>,
+    extra: MetaExtra<'a>,
+}
+
+impl serde::Serialize for ParamsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        let user_meta = self
+            .params
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object);
+        if let Some(p) = self.params {
+            for (k, v) in p {
+                if k != "_meta" {
+                    m.serialize_entry(k, v)?;
+                }
+            }
+        }
+        m.serialize_entry(
+            "_meta",
+            &MetaOut {
+                user: user_meta,
+                extra: self.extra,
+            },
+        )?;
+        m.end()
+    }
+}
+
+struct MetaOut<'a> {
+    user: Option<&'a Map<String, Value>>,
+    extra: MetaExtra<'a>,
+}
+
+impl serde::Serialize for MetaOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        let shadowed = |k: &str| {
+            self.extra.shared.is_some_and(|sh| sh.contains_key(k))
+                || (k == "progressToken" && self.extra.progress_token.is_some())
+        };
+        if let Some(u) = self.user {
+            for (k, v) in u {
+                if !shadowed(k) {
+                    m.serialize_entry(k, v)?;
+                }
+            }
+        }
+        if let Some(sh) = self.extra.shared {
+            for (k, v) in sh {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        if let Some(t) = self.extra.progress_token {
+            m.serialize_entry("progressToken", &t)?;
+        }
+        m.end()
+    }
+}
+
+/// The params of a request with `extra` merged into its `_meta`, as a value
+/// (for transports that need one; the stdio encoder merges while writing).
+/// `params` must be an object or absent.
+pub(crate) fn params_value(params: Option<&Value>, extra: MetaExtra<'_>) -> Option<Value> {
+    if extra.is_empty() {
+        return params.cloned();
+    }
+    let out = ParamsOut {
+        params: params.and_then(Value::as_object),
+        extra,
+    };
+    serde_json::to_value(&out).ok()
+}
+
 /// The envelope of a request, serialised without building a map.
 #[derive(serde::Serialize)]
-struct RequestFrame<'a> {
+struct RequestFrame<'a, P: serde::Serialize> {
     jsonrpc: &'static str,
     id: i64,
     method: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Value>,
+    params: Option<P>,
 }
 
 /// [`encode_request`] for a numeric id, writing the envelope directly: the
-/// same bytes, without a map for the envelope.
-pub(crate) fn encode_request_direct(id: i64, method: &str, params: Option<&Value>) -> Vec<u8> {
-    let frame = RequestFrame {
-        jsonrpc: "2.0",
-        id,
-        method,
-        params,
+/// same bytes, without a map for the envelope, and with `extra` merged into
+/// `params._meta` as it is written (no copy of the params). `params` must
+/// be an object or absent when `extra` is not empty.
+pub(crate) fn encode_request_direct(
+    id: i64,
+    method: &str,
+    params: Option<&Value>,
+    extra: MetaExtra<'_>,
+) -> Vec<u8> {
+    let out = if extra.is_empty() {
+        serde_json::to_vec(&RequestFrame {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        })
+    } else {
+        serde_json::to_vec(&RequestFrame {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params: Some(ParamsOut {
+                params: params.and_then(Value::as_object),
+                extra,
+            }),
+        })
     };
-    let mut out = serde_json::to_vec(&frame).expect("a request frame always serialises");
+    let mut out = out.expect("a request frame always serialises");
     out.push(b'\n');
     out
 }
@@ -401,10 +517,47 @@ mod tests {
         let params = json!({"name": "echo", "arguments": {"b": 1, "a": [true, null]}});
         for p in [Some(&params), None] {
             assert_eq!(
-                encode_request_direct(42, "tools/call", p),
+                encode_request_direct(42, "tools/call", p, MetaExtra::default()),
                 encode_request(&RequestId::Number(42), "tools/call", p)
             );
         }
+    }
+
+    /// The merged `_meta` written directly is the one a value would hold:
+    /// the params' own entries kept, the shared ones and the progress token
+    /// added (replacing entries of the same name).
+    #[test]
+    fn meta_is_merged_while_writing() {
+        let shared: Map<String, Value> = serde_json::from_value(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "k": "shared"
+        }))
+        .unwrap();
+        let extra = MetaExtra {
+            shared: Some(&shared),
+            progress_token: Some(7),
+        };
+        let params = json!({"name": "t", "_meta": {"own": 1, "k": "mine", "progressToken": "x"}});
+        for p in [Some(&params), None] {
+            let line = encode_request_direct(3, "tools/call", p, extra);
+            let v: Value = serde_json::from_slice(&line).unwrap();
+            let meta = &v["params"]["_meta"];
+            assert_eq!(
+                meta["io.modelcontextprotocol/protocolVersion"],
+                "2026-07-28"
+            );
+            assert_eq!(meta["k"], "shared");
+            assert_eq!(meta["progressToken"], 7);
+            assert_eq!(
+                meta["own"],
+                if p.is_some() { json!(1) } else { Value::Null }
+            );
+            assert_eq!(v["params"], params_value(p, extra).unwrap());
+            if p.is_some() {
+                assert_eq!(v["params"]["name"], "t");
+            }
+        }
+        assert_eq!(params_value(None, MetaExtra::default()), None);
     }
 
     /// The envelope read straight from bytes decodes every object as the

@@ -30,7 +30,7 @@ use crate::client::{
 use crate::elicitation;
 use crate::era::Era;
 use crate::error::{McpError, Result};
-use crate::jsonrpc::{self, codes, FrameError, Incoming, RequestId, RpcError};
+use crate::jsonrpc::{self, codes, FrameError, Incoming, MetaExtra, RequestId, RpcError};
 use crate::log::{LogLevel, LogTag, McpLogLine};
 use crate::model::ResultType;
 use crate::notification::McpNotification;
@@ -78,11 +78,16 @@ pub(crate) trait Outbound: Send + Sync {
         &self,
         id: i64,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
+        extra: MetaExtra<'_>,
         alone: bool,
         deadline: Instant,
     ) -> std::result::Result<(), SendFailure> {
-        let msg = jsonrpc::request_value_owned(&RequestId::Number(id), method, params);
+        let msg = jsonrpc::request_value_owned(
+            &RequestId::Number(id),
+            method,
+            jsonrpc::params_value(params, extra),
+        );
         if alone {
             self.send_alone(&msg, deadline)
         } else {
@@ -492,7 +497,7 @@ impl Peer {
         }
         match negotiated {
             Some(n) if n.meta.is_some() => self.request_modern(method, params, opts),
-            _ => self.request_raw(method, params, opts),
+            _ => self.request_raw(method, params.as_ref(), None, opts),
         }
     }
 
@@ -501,10 +506,9 @@ impl Peer {
         self.init.read().as_ref().map(|n| n.info.era)
     }
 
-    /// The modern `_meta` of the connection right now; `None` in the
-    /// legacy era.
-    fn modern_meta(&self) -> Option<Map<String, Value>> {
-        self.init.read().as_ref().and_then(|n| n.meta.clone())
+    /// The agreed state right now (its `meta` is the modern `_meta`).
+    fn negotiated(&self) -> Option<Arc<Negotiated>> {
+        self.init.read().clone()
     }
 
     fn request_modern(
@@ -554,17 +558,15 @@ impl Peer {
         let mut rounds = 0usize;
         let mut params = params;
         loop {
-            let meta = self.modern_meta().unwrap_or_default();
-            let requested = meta
-                .get(crate::model::keys::PROTOCOL_VERSION)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let p = with_meta(params.clone(), meta).map_err(|m| McpError::InvalidInput {
-                server: self.name.clone(),
-                message: format!("params of {method} {m}"),
-            })?;
-            match self.request_raw(method, Some(p), opts) {
+            let n = self.negotiated();
+            let meta = n.as_ref().and_then(|n| n.meta.as_ref());
+            let requested = || {
+                meta.and_then(|m| m.get(crate::model::keys::PROTOCOL_VERSION))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            match self.request_raw(method, params.as_ref(), meta, opts) {
                 Ok(v)
                     if ResultType::of(&v) == ResultType::InputRequired
                         && rounds < crate::limits::MAX_INPUT_ROUNDS =>
@@ -592,7 +594,8 @@ impl Peer {
                         // Even the version just sent, once.
                         Some(v) if !version_retried => {
                             self.lifecycle(format!(
-                                "{method}: the server does not support {requested}; retrying with {v}"
+                                "{method}: the server does not support {}; retrying with {v}",
+                                requested()
                             ));
                             self.switch_version(&v);
                             version_retried = true;
@@ -603,7 +606,7 @@ impl Peer {
                                 server: self.name.clone(),
                                 method: method.to_owned(),
                                 detail: Box::new(crate::error::VersionMismatch {
-                                    requested,
+                                    requested: requested(),
                                     supported: d.supported,
                                     message,
                                 }),
@@ -742,28 +745,34 @@ impl Peer {
         }));
     }
 
+    /// Sends one request and waits for its response. `shared`: the modern
+    /// `_meta` it carries (merged while it is written: the params are never
+    /// copied, so a caller can send them again).
     fn request_raw(
         &self,
         method: &str,
-        mut params: Option<Value>,
+        params: Option<&Value>,
+        shared: Option<&Map<String, Value>>,
         opts: &CallOptions,
     ) -> Result<Value> {
         let timeout = opts.timeout.unwrap_or(self.opts.call_timeout);
         // A listen stream is ended the same way a call is abandoned.
         let cancellable = method == "tools/call" || method == "subscriptions/listen";
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if opts.on_progress.is_some() {
-            let p = params.get_or_insert_with(|| json!({}));
-            let Some(obj) = p.as_object_mut() else {
-                return Err(McpError::InvalidInput {
-                    server: self.name.clone(),
-                    message: format!("params of {method} must be an object"),
-                });
-            };
-            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(m) = meta.as_object_mut() {
-                m.insert("progressToken".into(), Value::from(id));
-            }
+        let extra = MetaExtra {
+            shared,
+            progress_token: opts.on_progress.is_some().then_some(id),
+        };
+        let meta_is_bad = params
+            .and_then(|p| p.get("_meta"))
+            .is_some_and(|m| !m.is_object());
+        if (shared.is_some() || extra.progress_token.is_some())
+            && (params.is_some_and(|p| !p.is_object()) || meta_is_bad)
+        {
+            return Err(McpError::InvalidInput {
+                server: self.name.clone(),
+                message: format!("params of {method} must be an object (with an object _meta)"),
+            });
         }
         let (tx, rx) = bounded(CALL_EVENT_CAPACITY);
         let alone = {
@@ -797,7 +806,7 @@ impl Peer {
         let start = Instant::now();
         let sent = self
             .out
-            .send_request(id, method, params, alone, start + timeout);
+            .send_request(id, method, params, extra, alone, start + timeout);
         if let Err(f) = sent {
             guard.armed = false;
             self.pending.lock().remove(&id);
@@ -992,13 +1001,11 @@ impl Peer {
     /// must answer).
     pub(crate) fn ping(&self) -> Result<()> {
         let opts = CallOptions::default().timeout(self.opts.ping_timeout);
-        match self.modern_meta() {
-            Some(meta) => {
-                let p = with_meta(None, meta).unwrap_or(Value::Null);
-                self.request_raw("server/discover", Some(p), &opts)
-                    .map(|_| ())
-            }
-            None => self.request_raw("ping", None, &opts).map(|_| ()),
+        match self.negotiated() {
+            Some(n) if n.meta.is_some() => self
+                .request_raw("server/discover", None, n.meta.as_ref(), &opts)
+                .map(|_| ()),
+            _ => self.request_raw("ping", None, None, &opts).map(|_| ()),
         }
     }
 

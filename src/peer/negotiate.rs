@@ -86,10 +86,14 @@ impl Peer {
                 },
             );
         }
-        if let Err(f) = self
-            .out
-            .send_request(id, method, Some(params), false, deadline)
-        {
+        if let Err(f) = self.out.send_request(
+            id,
+            method,
+            Some(&params),
+            crate::jsonrpc::MetaExtra::default(),
+            false,
+            deadline,
+        ) {
             self.pending.lock().remove(&id);
             return Err(self.send_failure(method, f));
         }
@@ -389,8 +393,12 @@ impl Peer {
     fn handshake(&self, version: &str, deadline: Instant) -> Result<Negotiated> {
         let timeout = deadline.saturating_duration_since(Instant::now());
         let opts = CallOptions::default().timeout(timeout.max(std::time::Duration::from_millis(1)));
-        let result =
-            self.request_raw("initialize", Some(self.initialize_params(version)), &opts)?;
+        let result = self.request_raw(
+            "initialize",
+            Some(&self.initialize_params(version)),
+            None,
+            &opts,
+        )?;
         self.finish_handshake(version, &result)
     }
 

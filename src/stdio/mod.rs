@@ -228,11 +228,12 @@ impl Outbound for StdioOutbound {
         &self,
         id: i64,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
+        extra: jsonrpc::MetaExtra<'_>,
         alone: bool,
         deadline: Instant,
     ) -> std::result::Result<(), SendFailure> {
-        let line = jsonrpc::encode_request_direct(id, method, params.as_ref());
+        let line = jsonrpc::encode_request_direct(id, method, params, extra);
         if alone {
             self.send_line_alone(line, deadline)
         } else {
