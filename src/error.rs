@@ -279,6 +279,16 @@ impl McpError {
         }
     }
 
+    /// True for a `resources/read` of a resource the server does not have:
+    /// `-32602` in the modern era (2026-07-28), `-32002` before it.
+    pub fn is_resource_not_found(&self) -> bool {
+        matches!(
+            self,
+            McpError::Rpc { method, code, .. }
+                if method == "resources/read" && (*code == -32602 || *code == -32002)
+        )
+    }
+
     /// True when the connection this error came from can no longer be used.
     pub fn is_fatal(&self) -> bool {
         matches!(
@@ -486,6 +496,23 @@ impl std::error::Error for McpError {
 }
 #[cfg(test)]
 mod tests {
+    use super::McpError;
+
+    #[test]
+    fn resource_not_found_in_both_eras() {
+        let rpc = |method: &str, code| McpError::Rpc {
+            server: "s".into(),
+            method: method.into(),
+            code,
+            message: "no".into(),
+            data: None,
+        };
+        assert!(rpc("resources/read", -32602).is_resource_not_found());
+        assert!(rpc("resources/read", -32002).is_resource_not_found());
+        assert!(!rpc("tools/call", -32602).is_resource_not_found());
+        assert!(!rpc("resources/read", -32603).is_resource_not_found());
+    }
+
     #[test]
     fn stays_small() {
         // Results are returned by value on every call: keep the error lean.

@@ -21,7 +21,12 @@
 //!
 //! * [`jsonrpc`] — framing: bytes to typed messages and back.
 //! * [`stdio`] — [`McpServer`], a child process and its three I/O threads.
-//! * [`http`] — [`McpHttpServer`], Streamable HTTP: POSTs, the GET stream, sessions.
+//! * [`http`] — [`McpHttpServer`], Streamable HTTP: POSTs; in the legacy era
+//!   the GET stream and sessions, in the modern era the request headers.
+//! * [`Era`], [`EraPreference`] — which protocol era a connection speaks
+//!   (MCP 2026-07-28 or the `initialize` handshake of 2025-11-25 and older)
+//!   and how it is chosen: probed, or forced in [`ClientOptions`].
+//! * [`model`] — serde-derived wire types shared by both eras.
 //! * [`sse`] — the Server-Sent Events parser the HTTP transport reads with.
 //! * [`client`] — the [`McpServerClient`] trait, [`ClientOptions`], [`CallOptions`].
 //! * [`result`] — [`McpCallResult`] and media decoding.

@@ -367,6 +367,16 @@ mod tests {
         );
     }
 
+    /// MCP 2026-07-28: `structuredContent` may be any JSON value, not only
+    /// an object.
+    #[test]
+    fn structured_content_of_any_kind() {
+        for v in [json!([1, 2]), json!(3), json!("s"), json!(true)] {
+            let r = ex(json!({"content": [], "structuredContent": v.clone()})).unwrap();
+            assert_eq!(r, McpCallResult::Json(v));
+        }
+    }
+
     #[test]
     fn structured_preferred() {
         let r =

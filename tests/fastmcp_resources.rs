@@ -187,3 +187,46 @@ fn list_changed_in(pref: EraPreference) {
         "dynamic"
     );
 }
+
+/// A resource subscription in the modern era: `resources/subscribe` becomes
+/// the filter of the `subscriptions/listen` stream, acknowledged before the
+/// call returns; the update arrives tagged with the subscription id.
+#[test]
+fn resource_subscription_over_subscriptions_listen() {
+    if !python_sdk_available() {
+        return;
+    }
+    let cfg = McpServerConfig::stdio(
+        "res",
+        "python3",
+        [repo_path("tests/servers/fastmcp_resources_server.py")],
+    );
+    let (ntx, nrx) = crossbeam_channel::unbounded();
+    let s = McpServer::connect(&cfg, test_options().notifications(ntx)).expect("server starts");
+    assert_eq!(s.initialize().unwrap().era, skald_mcp::Era::Modern);
+    s.subscribe_resource("memo://readme").unwrap();
+    assert_eq!(
+        text(
+            s.call_tool(
+                "touch_resource",
+                serde_json::json!({"uri": "memo://readme"})
+            )
+            .unwrap()
+        ),
+        "touched"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let n = nrx
+            .recv_deadline(deadline)
+            .expect("resources/updated arrives");
+        if n.method == "notifications/resources/updated" {
+            assert_eq!(n.params["uri"], "memo://readme");
+            assert!(n.params["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number());
+            break;
+        }
+    }
+    // Unsubscribing reopens the stream without the URI.
+    s.unsubscribe_resource("memo://readme").unwrap();
+    s.close().unwrap();
+}

@@ -79,14 +79,20 @@ use crate::limits::{
     SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
-
-mod headers;
 use crate::sse::{SseError, SseReader, SseStep};
+
+mod get_stream;
+mod headers;
+mod resume;
+mod session;
+
 pub(crate) use headers::validate_tool;
+use headers::VERSION_HEADER;
+use resume::StreamPosition;
+use session::InitObserver;
 
 /// The session header (case-insensitive on the wire).
 const SESSION_HEADER: &str = "Mcp-Session-Id";
-use headers::VERSION_HEADER;
 /// What a POST accepts.
 const POST_ACCEPT: &str = "application/json, text/event-stream";
 /// Longest quoted excerpt of a body, in characters.
@@ -229,44 +235,8 @@ enum PumpEnd {
     TooLarge(usize),
 }
 
-/// Where a request's stream was when it ended: what resuming starts from.
-struct StreamPosition {
-    last_id: Option<String>,
-    retry: Option<Duration>,
-}
-
-/// Where the GET stream is: what a reopened stream resumes from.
-#[derive(Default)]
-struct ListenCursor {
-    last_id: Option<String>,
-    retry: Option<Duration>,
-    /// The session generation `last_id` belongs to.
-    generation: Option<u64>,
-}
-
-/// How one GET stream ended.
-enum Listened {
-    /// Closing, or the connection is gone, or the server offers no stream.
-    Stop,
-    /// A new session exists: open a stream for it at once.
-    NewSession,
-    /// The stream could not be opened.
-    Failed(String),
-    /// The stream ended after `events` events.
-    Ended { reason: String, events: usize },
-    /// The stream was silent for the whole read timeout.
-    Idle,
-}
-
 /// How a read timeout of a stream is described.
 const READ_TIMED_OUT: &str = "no data within the read timeout";
-
-/// Captures the session id and protocol version from the answer to one
-/// `initialize` request.
-struct InitObserver {
-    id: i64,
-    session_id: Option<String>,
-}
 
 fn media_type(resp: &Response<Body>) -> String {
     resp.headers()
@@ -740,27 +710,6 @@ impl Shared {
         }
     }
 
-    /// Performs the handshake again after the session `generation` expired
-    /// (unless another thread already did).
-    fn recover_session(&self, peer: &Arc<Peer>, generation: u64) -> Result<()> {
-        let _serial = self.recovery.lock();
-        if self.session.lock().generation != generation {
-            return Ok(());
-        }
-        peer.lifecycle("the session expired (HTTP 404); re-initializing");
-        peer.reset_initialization();
-        let info = peer.initialize()?;
-        peer.lifecycle(format!(
-            "re-initialized (protocol {}, {})",
-            info.protocol_version,
-            match &self.session.lock().id {
-                Some(_) => "new session",
-                None => "no session id",
-            }
-        ));
-        Ok(())
-    }
-
     fn post_request(
         &self,
         peer: &Arc<Peer>,
@@ -988,33 +937,6 @@ impl Shared {
         Ok(())
     }
 
-    /// Records the session id and negotiated version once the response to
-    /// `initialize` is seen (before it is routed, so the caller's next
-    /// message already carries both).
-    fn observe_initialize(&self, bytes: &[u8], o: &InitObserver) {
-        let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
-            return;
-        };
-        let items: Vec<&Value> = match &v {
-            Value::Array(a) => a.iter().collect(),
-            other => vec![other],
-        };
-        for m in items {
-            if !id_matches(m, o.id) {
-                continue;
-            }
-            if let Some(pv) = m.pointer("/result/protocolVersion").and_then(Value::as_str) {
-                {
-                    let mut s = self.session.lock();
-                    s.id = o.session_id.clone();
-                    s.protocol_version = Some(pv.to_owned());
-                    s.generation += 1;
-                }
-                let _ = self.session_changed.0.try_send(());
-            }
-        }
-    }
-
     /// Reads a request's event stream until its response was seen.
     fn pump_request<R: Read>(
         &self,
@@ -1099,131 +1021,6 @@ impl Shared {
                     return PumpEnd::Ended(Some(why));
                 }
             }
-        }
-    }
-
-    fn open_get(
-        &self,
-        session: &Session,
-        last_event_id: Option<&str>,
-        read_timeout: Duration,
-    ) -> std::result::Result<Response<Body>, ureq::Error> {
-        let mut rb = self
-            .agent
-            .get(&self.url)
-            .header("Accept", "text/event-stream");
-        if let Some(id) = last_event_id {
-            rb = rb.header("Last-Event-ID", id);
-        }
-        self.with_headers(rb, session, false, None)
-            .config()
-            .timeout_recv_response(Some(read_timeout))
-            .timeout_per_read(Some(read_timeout))
-            .build()
-            .call()
-    }
-
-    /// After a request's stream ended without its response: resumes it with
-    /// `GET` + `Last-Event-ID` (bounded), or fails the call.
-    #[allow(clippy::too_many_arguments)]
-    fn resume_request(
-        &self,
-        peer: &Arc<Peer>,
-        job: &Job,
-        session: &Session,
-        status: u16,
-        mut end: PumpEnd,
-        position: StreamPosition,
-        observer: Option<&InitObserver>,
-    ) -> std::result::Result<(), Failure> {
-        let StreamPosition {
-            mut last_id,
-            mut retry,
-        } = position;
-        let method = Some(job.method.as_str());
-        let read_timeout = self.stream_timeout(job.timeout);
-        let mut failures = 0u32;
-        loop {
-            let reason = match end {
-                PumpEnd::Stopped | PumpEnd::Closing => return Ok(()),
-                PumpEnd::TooLarge(_) => {
-                    return Err(self.too_large(
-                        &job.method,
-                        status,
-                        "an event of the response stream",
-                    ))
-                }
-                PumpEnd::Ended(why) => why.unwrap_or_else(|| "the server closed it".into()),
-            };
-            if self.closing() || !peer.is_pending(job.id) {
-                return Ok(());
-            }
-            let Some(event_id) = last_id.clone() else {
-                return Err(Failure::Error(self.http_err(
-                    method,
-                    Some(status),
-                    format!("the event stream ended before the response ({reason}), and the server gave no event id to resume it from"),
-                )));
-            };
-            if failures >= SSE_MAX_RECONNECTS {
-                return Err(Failure::Error(self.http_err(
-                    method,
-                    Some(status),
-                    format!("the event stream ended before the response and could not be resumed in {failures} attempts ({reason})"),
-                )));
-            }
-            let delay = backoff(retry, failures);
-            peer.lifecycle(format!(
-                "the stream of {} (request {}) ended before its response ({reason}); resuming after event {event_id:?} in {}",
-                job.method,
-                job.id,
-                fmt_delay(delay)
-            ));
-            if let Err(RecvTimeoutError::Disconnected) = self.shutdown_rx.recv_timeout(delay) {
-                return Ok(());
-            }
-            if !peer.is_pending(job.id) {
-                return Ok(());
-            }
-            let resp = match self.open_get(session, Some(&event_id), read_timeout) {
-                Ok(r) => r,
-                Err(e) => {
-                    failures += 1;
-                    end = PumpEnd::Ended(Some(format!("resuming failed: {e}")));
-                    continue;
-                }
-            };
-            let s = resp.status().as_u16();
-            if (200..300).contains(&s) && media_type(&resp) == "text/event-stream" {
-                let mut reader =
-                    SseReader::new(resp.into_body().into_reader(), self.max_message_size);
-                let mut events = 0;
-                end = self.pump_request(peer, job, &mut reader, observer, &mut events);
-                if let Some(id) = reader.last_event_id() {
-                    last_id = Some(id.to_owned());
-                }
-                retry = reader.retry().or(retry);
-                if events > 0 {
-                    failures = 0;
-                } else {
-                    failures += 1;
-                }
-                continue;
-            }
-            if matches!(s, 400..=499) && s != 408 && s != 429 {
-                let e = self.status_err(method, resp);
-                return Err(Failure::Error(self.http_err(
-                    method,
-                    Some(s),
-                    format!("the event stream ended before the response and resuming it was refused: {e}"),
-                )));
-            }
-            failures += 1;
-            end = PumpEnd::Ended(Some(format!(
-                "resuming got {}: {}",
-                status_text(s),
-                self.quote_body(resp.into_body())
-            )));
         }
     }
 
@@ -1329,248 +1126,6 @@ impl Shared {
         )
         .map(|_| ())
         .map_err(|e| SendFailure::Closed(format!("cannot start a thread: {e}")))
-    }
-
-    // ---- the GET stream -----------------------------------------------------
-
-    /// Starts the listening thread unless it runs. Returns, when it was
-    /// started, a channel that disconnects once its first GET was answered
-    /// (the stream is open, or the server refused it) or failed.
-    fn ensure_listener(self: &Arc<Self>) -> Option<Receiver<()>> {
-        if self.closing() {
-            return None;
-        }
-        let mut l = self.listener.lock();
-        if l.running {
-            return None;
-        }
-        let (done_tx, done_rx) = bounded::<()>(0);
-        let (ready_tx, ready_rx) = bounded::<()>(0);
-        let shared = Arc::clone(self);
-        let spawned = crate::threads::spawn(
-            format!("mcp-{}-listen", self.name),
-            HTTP_THREAD_STACK,
-            move || {
-                shared.listen(ready_tx);
-                shared.listening.store(false, Ordering::Release);
-                shared.listener.lock().running = false;
-                drop(done_tx);
-            },
-        );
-        match spawned {
-            Ok(h) => {
-                l.running = true;
-                l.handle = Some(h);
-                l.done = Some(done_rx);
-                Some(ready_rx)
-            }
-            Err(e) => {
-                ::log::warn!(target: "mcp_client", "[{}] cannot start the GET listener: {e}", self.name);
-                None
-            }
-        }
-    }
-
-    /// Waits until a session newer than `generation` exists; false on close.
-    fn wait_new_session(&self, generation: u64) -> bool {
-        loop {
-            if self.closing() {
-                return false;
-            }
-            if self.session.lock().generation != generation {
-                return true;
-            }
-            crossbeam_channel::select! {
-                recv(self.session_changed.1) -> _ => {}
-                recv(self.shutdown_rx) -> _ => return false,
-            }
-        }
-    }
-
-    /// The listening thread: holds the GET stream open and reopens it.
-    /// `ready` is dropped once the first GET was answered or failed.
-    fn listen(&self, ready: Sender<()>) {
-        let mut ready = Some(ready);
-        let mut cursor = ListenCursor::default();
-        let mut failures = 0u32;
-        let mut announced = false;
-        loop {
-            if self.closing() {
-                return;
-            }
-            let session = self.snapshot();
-            if cursor.generation != Some(session.generation) {
-                // Event ids belong to a session.
-                cursor.last_id = None;
-                cursor.generation = Some(session.generation);
-            }
-            let outcome = self.listen_once(&session, &mut cursor, &mut announced, &mut ready);
-            drop(ready.take());
-            let reason = match outcome {
-                Listened::Stop => return,
-                Listened::NewSession => continue,
-                Listened::Failed(reason) => {
-                    failures += 1;
-                    reason
-                }
-                Listened::Ended { reason, events } => {
-                    if events > 0 {
-                        failures = 0;
-                    } else {
-                        failures += 1;
-                    }
-                    reason
-                }
-                Listened::Idle => {
-                    ::log::debug!(target: "mcp_client", "[{}] the GET stream was silent for {}; reopening it", self.name, fmt_delay(HTTP_LISTEN_IDLE_TIMEOUT));
-                    continue;
-                }
-            };
-            if self.closing() {
-                return;
-            }
-            if failures >= SSE_MAX_RECONNECTS {
-                self.lifecycle(format!(
-                    "the GET stream {reason}; given up after {failures} failed attempts (it is retried after the next initialize)"
-                ));
-                return;
-            }
-            let delay = backoff(cursor.retry, failures);
-            self.lifecycle(format!(
-                "the GET stream {reason}; reopening in {}",
-                fmt_delay(delay)
-            ));
-            if let Err(RecvTimeoutError::Disconnected) = self.shutdown_rx.recv_timeout(delay) {
-                return;
-            }
-        }
-    }
-
-    /// Opens the GET stream once and reads it until it ends.
-    fn listen_once(
-        &self,
-        session: &Session,
-        cursor: &mut ListenCursor,
-        announced: &mut bool,
-        ready: &mut Option<Sender<()>>,
-    ) -> Listened {
-        let resp = match self.open_get(session, cursor.last_id.as_deref(), HTTP_LISTEN_IDLE_TIMEOUT)
-        {
-            Ok(r) => r,
-            Err(e) if self.closing() => {
-                ::log::debug!(target: "mcp_client", "[{}] GET ended by close: {e}", self.name);
-                return Listened::Stop;
-            }
-            Err(e) => return Listened::Failed(format!("could not be opened: {e}")),
-        };
-        let status = resp.status().as_u16();
-        if status == 405 {
-            self.lifecycle("the server offers no GET stream (HTTP 405); server messages arrive only with responses");
-            return Listened::Stop;
-        }
-        if status == 404 && session.id.is_some() {
-            self.lifecycle(
-                "the GET stream found the session expired (HTTP 404); waiting for a new session",
-            );
-            drop(ready.take());
-            return if self.wait_new_session(session.generation) {
-                Listened::NewSession
-            } else {
-                Listened::Stop
-            };
-        }
-        if refuses_get_stream(status) {
-            // The spec says 405, but servers answer 400 (a handler that only
-            // parses POST bodies) or 404 (a stateless server that routes only
-            // POST): asking again gets the same answer.
-            self.lifecycle(format!(
-                "the server offers no GET stream ({}: {}); server messages arrive only with responses",
-                status_text(status),
-                self.quote_body(resp.into_body())
-            ));
-            return Listened::Stop;
-        }
-        let ctype = media_type(&resp);
-        if !(200..300).contains(&status) || ctype != "text/event-stream" {
-            let what = if (200..300).contains(&status) {
-                format!("was answered with Content-Type {ctype:?}")
-            } else {
-                format!("was answered {}", status_text(status))
-            };
-            return Listened::Failed(format!("{what}: {}", self.quote_body(resp.into_body())));
-        }
-        self.listening.store(true, Ordering::Release);
-        drop(ready.take());
-        if !*announced || cursor.last_id.is_some() {
-            self.lifecycle(match &cursor.last_id {
-                Some(id) => format!("GET stream reopened (Last-Event-ID {id:?})"),
-                None => "listening for server messages on the GET stream".into(),
-            });
-            *announced = true;
-        }
-        let mut reader = SseReader::new(resp.into_body().into_reader(), self.max_message_size);
-        let mut events = 0;
-        let mut superseded = false;
-        let end = self.pump(&mut reader, false, &mut events, &|| true, &mut |data| {
-            let Some(p) = self.peer() else {
-                return false;
-            };
-            p.dispatch_bytes(data);
-            // After a re-initialization this stream belongs to the old session.
-            superseded = self.session.lock().generation != session.generation;
-            !superseded
-        });
-        self.listening.store(false, Ordering::Release);
-        if let Some(id) = reader.last_event_id() {
-            cursor.last_id = Some(id.to_owned());
-        }
-        cursor.retry = reader.retry().or(cursor.retry);
-        match end {
-            PumpEnd::Stopped if superseded && !self.closing() => Listened::NewSession,
-            PumpEnd::Stopped | PumpEnd::Closing => Listened::Stop,
-            PumpEnd::Ended(Some(why)) if why == READ_TIMED_OUT => Listened::Idle,
-            PumpEnd::Ended(why) => Listened::Ended {
-                reason: format!(
-                    "ended ({})",
-                    why.unwrap_or_else(|| "the server closed it".into())
-                ),
-                events,
-            },
-            // Not produced here: oversized events are skipped.
-            PumpEnd::TooLarge(limit) => Listened::Ended {
-                reason: format!("ended (an event exceeds {limit} bytes)"),
-                events,
-            },
-        }
-    }
-
-    /// Ends the session with `DELETE`. Returns whether the server ended it
-    /// (and with it its streams), and a description; `None` without a
-    /// session.
-    fn delete_session(&self) -> Option<(bool, String)> {
-        let session = self.snapshot();
-        session.id.as_ref()?;
-        let rb = self.with_headers(self.agent.delete(&self.url), &session, false, None);
-        let outcome = rb
-            .config()
-            .timeout_global(Some(HTTP_CLOSE_TIMEOUT))
-            .build()
-            .call();
-        Some(match outcome {
-            Ok(r) if r.status().is_success() => (true, "session ended".into()),
-            Ok(r) if r.status().as_u16() == 405 => (
-                false,
-                "the server does not let clients end sessions (HTTP 405)".into(),
-            ),
-            Ok(r) => (
-                false,
-                format!(
-                    "ending the session got {}",
-                    status_text(r.status().as_u16())
-                ),
-            ),
-            Err(e) => (false, format!("ending the session failed: {e}")),
-        })
     }
 }
 

@@ -1192,7 +1192,22 @@ impl Peer {
                 None => json!({}),
             };
         }
-        let result = self.request("tools/call", Some(params), opts)?;
+        // Over HTTP in the modern era a HeaderMismatch may mean the tool's
+        // x-mcp-header declarations changed: the spec asks to list the tools
+        // again and retry once (the params are kept only there).
+        let retry_params =
+            (self.out.mirrors_headers() && self.era() == Some(Era::Modern)).then(|| params.clone());
+        let result = match self.request("tools/call", Some(params), opts) {
+            Err(McpError::HeaderMismatch { message, .. }) if retry_params.is_some() => {
+                self.lifecycle(format!(
+                    "tools/call {name}: the server reports a header mismatch ({message}); listing the tools again and retrying once"
+                ));
+                self.cache.lock().invalidate("tools/list");
+                self.list_tools()?;
+                self.request("tools/call", retry_params, opts)?
+            }
+            other => other?,
+        };
         let result = match extract_call_result_owned(&self.name, name, result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);

@@ -11,6 +11,8 @@ Prompts:    review(code, style="terse") -> one user message "Review (<style>): <
 Tools:      ask_llm(question) -> sampling/createMessage with the question as one user message
             (maxTokens 50, systemPrompt "be brief"); returns "<model>: <answer text>"
             list_client_roots() -> roots/list; returns the URIs joined with ","
+            touch_resource(uri) -> notifications/resources/updated for uri on the
+            subscriptions/listen streams subscribed to it; returns "touched"
             add_dynamic_tool() -> registers tool `dynamic` (returns "dynamic") and sends
             notifications/tools/list_changed (legacy session and modern listen
             streams); returns "added"
@@ -78,6 +80,14 @@ async def list_client_roots(ctx: Context) -> str:
 
 def dynamic() -> str:
     return "dynamic"
+
+
+@mcp.tool(structured_output=False)
+async def touch_resource(uri: str, ctx: Context) -> str:
+    """Announce that `uri` changed: notifications/resources/updated to the
+    subscriptions/listen streams that subscribed to it (2026-07-28)."""
+    await ctx.notify_resource_updated(uri)
+    return "touched"
 
 
 @mcp.tool(structured_output=False)
