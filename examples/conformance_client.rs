@@ -14,12 +14,13 @@
 //! Lifecycle and log lines go to stderr (the suite saves it as `stderr.txt`).
 
 use std::io::Write;
+use std::sync::Arc;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use skald_mcp::{
-    ClientOptions, ElicitationRequest, ElicitationResponse, McpError, McpHttpServer, McpLogLine,
+    ClientOptions, ElicitationRequest, ElicitationResponse, McpError, McpLogLine,
     McpServerClient, McpServerConfig, McpTool,
 };
 
@@ -99,9 +100,9 @@ fn tool<'a>(tools: &[McpTool], name: &'a str) -> &'a str {
     name
 }
 
-fn connect(url: &str, options: ClientOptions) -> Result<McpHttpServer, McpError> {
+fn connect(url: &str, options: ClientOptions) -> Result<Arc<dyn McpServerClient>, McpError> {
     let cfg = McpServerConfig::http("conformance", url);
-    McpHttpServer::connect(&cfg, options)
+    skald_mcp::connect(&cfg, options)
 }
 
 /// The client id metadata document URL the suite's CIMD scenario expects

@@ -1,5 +1,6 @@
-//! Quick start: spawn the bundled demo server, list its tools, call each one
-//! and print what came back.
+//! Quick start: spawn the bundled demo server (dual-era: it speaks MCP
+//! 2026-07-28 and 2025-11-25), list its tools, call each one and print what
+//! came back.
 //!
 //! ```sh
 //! cargo run --example quickstart
@@ -9,25 +10,24 @@
 use std::time::Duration;
 
 use serde_json::json;
-use skald_mcp::{
-    ClientOptions, McpCallResult, McpError, McpMedia, McpServer, McpServerClient, McpServerConfig,
-};
+use skald_mcp::{ClientOptions, McpCallResult, McpError, McpMedia, McpServerConfig};
 
 fn main() -> Result<(), McpError> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
 
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo_mcp_server.py");
-    let config = McpServerConfig::stdio("demo", "python3", [script]);
+    let config = McpServerConfig::stdio("demo", "python3", [script, "--era", "dual"]);
     let (events_tx, events_rx) = crossbeam_channel::unbounded();
     let options = ClientOptions::default()
         .start_timeout(Duration::from_secs(30))
         .notifications(events_tx);
 
-    let server = McpServer::connect(&config, options)?;
+    // Whatever the transport; the era is chosen by probing the server.
+    let server = skald_mcp::connect(&config, options)?;
     let info = server.initialize()?;
     println!(
-        "connected to {} {} (protocol {})",
-        info.server_info.name, info.server_info.version, info.protocol_version
+        "connected to {} {} ({} era, protocol {})",
+        info.server_info.name, info.server_info.version, info.era, info.protocol_version
     );
 
     let tools = server.list_tools()?;

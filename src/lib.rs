@@ -43,6 +43,7 @@ pub mod auth;
 pub mod cancel;
 pub mod client;
 pub mod config;
+mod connect;
 pub mod elicitation;
 mod era;
 pub mod error;
@@ -74,6 +75,7 @@ pub use client::{
     InitializeInfo, McpServerClient, OutputSchemaPolicy, Progress, ProgressFn, ServerCapabilities,
 };
 pub use config::{validate_server_name, McpServerConfig, McpTransport};
+pub use connect::{connect, connect_lazy};
 pub use elicitation::{
     ElicitationForm, ElicitationHandler, ElicitationMode, ElicitationRequest, ElicitationResponse,
     FieldKind, FormField,

@@ -21,14 +21,12 @@ use serde_json::{json, Value};
 use crate::client::{CallOptions, ClientOptions, Disconnect, McpServerClient};
 use crate::config::{validate_server_name, McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
-use crate::http::McpHttpServer;
 use crate::limits::{RESTART_INITIAL_BACKOFF, RESTART_MAX_ATTEMPTS, RESTART_MAX_BACKOFF};
 use crate::log::{LogTag, McpLogLine};
 use crate::manager::lazy::{self, Grants, ServerListing};
 use crate::manager::media::{MediaStore, MEDIA_URL_PREFIX};
 use crate::manager::naming::parse_mcp_tool_name;
 use crate::manager::ToolResult;
-use crate::stdio::McpServer;
 use crate::store::{Store, StoreConfig, StoreHandle};
 
 /// Whether and how a stdio server that exits unexpectedly is restarted.
@@ -858,14 +856,7 @@ impl Inner {
                 .flatten()
                 .map(|(era, _)| era);
         }
-        let made: Result<Arc<dyn McpServerClient>> = match cfg.transport {
-            McpTransport::Stdio => {
-                McpServer::spawn(cfg, options).map(|s| Arc::new(s) as Arc<dyn McpServerClient>)
-            }
-            McpTransport::Http => {
-                McpHttpServer::new(cfg, options).map(|s| Arc::new(s) as Arc<dyn McpServerClient>)
-            }
-        };
+        let made = crate::connect::connect_lazy(cfg, options);
         let client = match made {
             Ok(c) => c,
             Err(e) => {

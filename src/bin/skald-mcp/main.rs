@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 use skald_mcp::manager::{MediaStore, ToolResult};
 use skald_mcp::store::{Store, StoreConfig};
 use skald_mcp::{
-    CallOptions, ClientOptions, McpCallResult, McpError, McpHttpServer, McpMedia, McpServer,
-    McpServerClient, McpServerConfig, McpTransport, ResourceContents,
+    CallOptions, ClientOptions, McpCallResult, McpError, McpMedia, McpServerClient,
+    McpServerConfig, McpTransport, ResourceContents,
 };
 
 /// Exit codes.
@@ -199,10 +199,7 @@ fn connect(
     if let (Some(s), None) = (store, opts.era_hint) {
         opts.era_hint = s.server_era(&cfg.name).ok().flatten().map(|(e, _)| e);
     }
-    let client: Arc<dyn McpServerClient> = match cfg.transport {
-        McpTransport::Stdio => Arc::new(McpServer::connect(cfg, opts)?),
-        McpTransport::Http => Arc::new(McpHttpServer::connect(cfg, opts)?),
-    };
+    let client = skald_mcp::connect(cfg, opts)?;
     if let (Some(s), Ok(info)) = (store, client.initialize()) {
         let _ = s.set_server_era(&cfg.name, info.era, &info.protocol_version);
     }
