@@ -14,14 +14,14 @@
 //! Lifecycle and log lines go to stderr (the suite saves it as `stderr.txt`).
 
 use std::io::Write;
-use std::sync::Arc;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use skald_mcp::{
-    ClientOptions, ElicitationRequest, ElicitationResponse, McpError, McpLogLine,
-    McpServerClient, McpServerConfig, McpTool,
+    ClientOptions, ElicitationRequest, ElicitationResponse, McpError, McpLogLine, McpServerClient,
+    McpServerConfig, McpTool,
 };
 
 fn main() -> ExitCode {

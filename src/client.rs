@@ -12,13 +12,14 @@ use crate::elicitation::ElicitationHandler;
 use crate::era::{Era, EraPreference};
 use crate::error::McpError;
 use crate::error::Result;
+use crate::json::excerpt;
 use crate::limits;
 use crate::log::LogLevel;
 use crate::log::McpLogTx;
 use crate::notification::McpNotificationTx;
 use crate::prompts::{GetPromptResult, Prompt};
 use crate::resources::{Resource, ResourceContents, ResourceTemplate};
-use crate::result::{excerpt, McpCallResult};
+use crate::result::McpCallResult;
 use crate::roots::RootsProvider;
 use crate::sampling::SamplingHandler;
 use crate::tool::McpTool;
@@ -474,17 +475,7 @@ impl ClientOptions {
     }
 }
 
-/// `serverInfo` / `clientInfo`: who is on the other end.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct Implementation {
-    /// Programmatic name.
-    pub name: String,
-    /// Version string.
-    pub version: String,
-    /// Display title, if given.
-    pub title: Option<String>,
-}
+pub use crate::model::Implementation;
 
 /// The capabilities a server declared in `initialize`.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -120,7 +120,7 @@ impl fmt::Debug for McpServerConfig {
             .field("env", &env)
             .field("cwd", &self.cwd)
             // User info and query may carry a token; show neither.
-            .field("url", &self.url.as_deref().map(crate::http::shown_url))
+            .field("url", &self.url.as_deref().map(shown_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("description", &self.description)
             .field("friendly_name", &self.friendly_name)
@@ -322,6 +322,21 @@ pub fn interpolate(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The URL as shown in log lines and `Debug`: no user info, no query, no
+/// fragment (any of which may carry a token).
+pub(crate) fn shown_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let rest = match rest.split_once('/') {
+        Some((authority, path)) => {
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            format!("{host}/{path}")
+        }
+        None => rest.rsplit('@').next().unwrap_or(rest).to_owned(),
+    };
+    format!("{scheme}://{rest}")
 }
 
 #[cfg(test)]

@@ -29,9 +29,8 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::client::ClientOptions;
 use crate::jsonrpc::codes;
 use crate::limits::{MODERN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::log::LogLevel;
@@ -107,22 +106,34 @@ pub(crate) enum Plan {
     Legacy { version: String, fallback: bool },
 }
 
-/// What the plan for `opts` (and what is remembered for `origin`) is.
-pub(crate) fn plan(opts: &ClientOptions, origin: Option<&str>) -> Plan {
-    if let Some(v) = &opts.protocol_version {
+/// What a connection was asked to speak (the era parts of
+/// [`ClientOptions`](crate::ClientOptions)).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Prefs<'a> {
+    /// `ClientOptions::era`.
+    pub(crate) era: EraPreference,
+    /// `ClientOptions::protocol_version`.
+    pub(crate) protocol_version: Option<&'a str>,
+    /// `ClientOptions::era_hint`.
+    pub(crate) hint: Option<Era>,
+}
+
+/// What the plan for `prefs` (and what is remembered for `origin`) is.
+pub(crate) fn plan(prefs: Prefs<'_>, origin: Option<&str>) -> Plan {
+    if let Some(v) = prefs.protocol_version {
         return match Era::of_version(v) {
             Era::Modern => Plan::Modern {
-                version: v.clone(),
+                version: v.to_owned(),
                 fallback: false,
             },
             Era::Legacy => Plan::Legacy {
-                version: v.clone(),
+                version: v.to_owned(),
                 fallback: false,
             },
         };
     }
     let modern = || MODERN_PROTOCOL_VERSIONS[0].to_owned();
-    match opts.era {
+    match prefs.era {
         EraPreference::Modern => Plan::Modern {
             version: modern(),
             fallback: false,
@@ -132,7 +143,7 @@ pub(crate) fn plan(opts: &ClientOptions, origin: Option<&str>) -> Plan {
             fallback: false,
         },
         EraPreference::Auto => {
-            let hint = opts.era_hint.or_else(|| origin.and_then(remembered));
+            let hint = prefs.hint.or_else(|| origin.and_then(remembered));
             match hint {
                 Some(Era::Legacy) => Plan::Legacy {
                     version: PROTOCOL_VERSION.to_owned(),
@@ -242,7 +253,7 @@ pub(crate) fn classify(
             }
             None => Verdict::Legacy(format!(
                 "server/discover was answered with something that is not a DiscoverResult: {}",
-                crate::result::excerpt(result)
+                crate::json::excerpt(result)
             )),
         },
         Err(Some((code, _message, data))) if code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
@@ -289,45 +300,17 @@ fn all_versions() -> String {
         .join(", ")
 }
 
-/// The capabilities a modern request declares: elicitation, sampling and
-/// roots when their handler is installed (they are answered through
-/// `InputRequiredResult` rounds in this era), and the extensions map.
-pub(crate) fn modern_capabilities(opts: &ClientOptions) -> Value {
-    let mut caps = Map::new();
-    if let Some(h) = &opts.elicitation {
-        caps.insert(
-            "elicitation".into(),
-            if h.supports_url() {
-                json!({"form": {}, "url": {}})
-            } else {
-                json!({"form": {}})
-            },
-        );
-    }
-    if opts.sampling.is_some() {
-        caps.insert("sampling".into(), json!({}));
-    }
-    if opts.roots.is_some() {
-        caps.insert("roots".into(), json!({}));
-    }
-    caps.insert("extensions".into(), json!({}));
-    Value::Object(caps)
-}
-
 /// The `_meta` every modern request carries.
 pub(crate) fn request_meta(
     version: &str,
     capabilities: &Value,
-    opts: &ClientOptions,
+    client_info: &Value,
     log_level: Option<LogLevel>,
 ) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(keys::PROTOCOL_VERSION.into(), Value::from(version));
     m.insert(keys::CLIENT_CAPABILITIES.into(), capabilities.clone());
-    m.insert(
-        keys::CLIENT_INFO.into(),
-        json!({"name": opts.client_name, "version": opts.client_version}),
-    );
+    m.insert(keys::CLIENT_INFO.into(), client_info.clone());
     if let Some(l) = log_level {
         m.insert(keys::LOG_LEVEL.into(), Value::from(l.as_str()));
     }
@@ -371,6 +354,7 @@ pub(crate) fn remember(origin: &str, era: Era) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn ok(v: Value) -> Verdict {
         classify(Ok(&v), "2026-07-28")
@@ -436,36 +420,36 @@ mod tests {
 
     #[test]
     fn plans() {
-        let o = ClientOptions::default();
-        assert!(matches!(
-            plan(&o, None),
-            Plan::Modern { fallback: true, .. }
-        ));
-        let o = ClientOptions {
+        let o = Prefs::default();
+        assert!(matches!(plan(o, None), Plan::Modern { fallback: true, .. }));
+        let o = Prefs {
             era: EraPreference::Legacy,
-            ..ClientOptions::default()
+            ..Prefs::default()
         };
         assert!(matches!(
-            plan(&o, None),
+            plan(o, None),
             Plan::Legacy {
                 fallback: false,
                 ..
             }
         ));
-        let o = ClientOptions {
-            era_hint: Some(Era::Legacy),
-            ..ClientOptions::default()
+        let o = Prefs {
+            hint: Some(Era::Legacy),
+            ..Prefs::default()
         };
+        assert!(matches!(plan(o, None), Plan::Legacy { fallback: true, .. }));
+        // What an origin spoke before is tried first.
+        remember("http://cached.test", Era::Legacy);
         assert!(matches!(
-            plan(&o, None),
+            plan(Prefs::default(), Some("http://cached.test")),
             Plan::Legacy { fallback: true, .. }
         ));
-        let o = ClientOptions {
-            protocol_version: Some("2025-06-18".into()),
-            ..ClientOptions::default()
+        let o = Prefs {
+            protocol_version: Some("2025-06-18"),
+            ..Prefs::default()
         };
         assert_eq!(
-            plan(&o, None),
+            plan(o, None),
             Plan::Legacy {
                 version: "2025-06-18".into(),
                 fallback: false

@@ -22,6 +22,20 @@ pub(crate) fn strings(v: &Value, k: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// At most 200 characters of a JSON value, for error messages.
+pub(crate) fn excerpt(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() <= 200 {
+        s
+    } else {
+        let mut end = 200;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,8 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use crate::error::McpError;
-use crate::task::CreateTaskResult;
+pub(crate) use crate::json::excerpt;
+use crate::model::CreateTaskResult;
 
 /// The payload of an embedded resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,20 +309,6 @@ pub(crate) fn extract_call_result_owned(
         }
     }
     extract_call_result(server, tool, &result)
-}
-
-/// At most 200 characters of a JSON value, for error messages.
-pub(crate) fn excerpt(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() <= 200 {
-        s
-    } else {
-        let mut end = 200;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &s[..end])
-    }
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ use ureq::http::{HeaderValue, Response, StatusCode};
 use ureq::{Agent, Body, RequestBuilder};
 
 use crate::client::{ClientOptions, McpServerClient};
-use crate::config::{McpServerConfig, McpTransport};
+use crate::config::{shown_url, McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::limits::{
     HTTP_CLOSE_TIMEOUT, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_LISTEN_IDLE_TIMEOUT,
@@ -86,7 +86,6 @@ mod headers;
 mod resume;
 mod session;
 
-pub(crate) use headers::validate_tool;
 use headers::VERSION_HEADER;
 use resume::StreamPosition;
 use session::InitObserver;
@@ -278,21 +277,6 @@ fn status_text(status: u16) -> String {
         Some(r) => format!("HTTP {status} {r}"),
         None => format!("HTTP {status}"),
     }
-}
-
-/// The URL as shown in log lines and `Debug`: no user info, no query, no
-/// fragment (any of which may carry a token).
-pub(crate) fn shown_url(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
-    let rest = match rest.split_once('/') {
-        Some((authority, path)) => {
-            let host = authority.rsplit('@').next().unwrap_or(authority);
-            format!("{host}/{path}")
-        }
-        None => rest.rsplit('@').next().unwrap_or(rest).to_owned(),
-    };
-    format!("{scheme}://{rest}")
 }
 
 fn fmt_delay(d: Duration) -> String {

@@ -2,9 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::client::Implementation;
-
-use super::keys;
+use super::{keys, Implementation};
 
 /// What a modern server says about itself in answer to `server/discover`.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]

@@ -8,17 +8,23 @@
 
 mod cache;
 mod discover;
+mod implementation;
 mod meta;
 mod result_type;
 mod subscriptions;
+mod task;
+mod tool_headers;
 
 pub use cache::{CacheHints, CacheScope};
 pub(crate) use discover::server_info;
 pub use discover::DiscoverResult;
+pub use implementation::Implementation;
 pub(crate) use meta::keys;
 pub use result_type::ResultType;
 pub(crate) use subscriptions::Acknowledged;
 pub use subscriptions::ListenFilter;
+pub use task::{CreateTaskResult, TaskStatus};
+pub(crate) use tool_headers::{annotations, validate_tool};
 
 use serde_json::Value;
 

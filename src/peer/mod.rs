@@ -737,8 +737,7 @@ impl Peer {
         if let Some(v) = version {
             info.protocol_version = v.to_owned();
         }
-        let caps = crate::era::modern_capabilities(&self.opts);
-        let meta = crate::era::request_meta(&info.protocol_version, &caps, &self.opts, level);
+        let meta = negotiate::request_meta(&self.opts, &info.protocol_version, level);
         *g = Some(Arc::new(Negotiated {
             info,
             meta: Some(meta),
@@ -1032,7 +1031,7 @@ impl Peer {
             for t in arr {
                 match McpTool::from_json(t) {
                     Ok(tool) if mirrors => {
-                        if let Err(why) = crate::http::validate_tool(&tool.input_schema) {
+                        if let Err(why) = crate::model::validate_tool(&tool.input_schema) {
                             // 2026-07-28 over HTTP: a tool whose header
                             // declarations are invalid is left out.
                             ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);

@@ -11,14 +11,52 @@
 use std::time::Instant;
 
 use crossbeam_channel::{at, bounded, never, select, Receiver};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{parse_initialize, with_meta, CallEvent, Negotiated, Peer, Pending};
-use crate::client::{CallOptions, Implementation, InitializeInfo, ServerCapabilities};
+use crate::client::{
+    CallOptions, ClientOptions, Implementation, InitializeInfo, ServerCapabilities,
+};
 use crate::era::{self, Era, Plan, Verdict};
 use crate::error::{McpError, Result};
 use crate::jsonrpc::RpcError;
 use crate::limits::{MODERN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+
+/// The capabilities a modern request declares: elicitation, sampling and
+/// roots when their handler is installed (they are answered through
+/// `InputRequiredResult` rounds in this era), and the extensions map.
+pub(crate) fn modern_capabilities(opts: &ClientOptions) -> Value {
+    let mut caps = Map::new();
+    if let Some(h) = &opts.elicitation {
+        caps.insert(
+            "elicitation".into(),
+            if h.supports_url() {
+                json!({"form": {}, "url": {}})
+            } else {
+                json!({"form": {}})
+            },
+        );
+    }
+    if opts.sampling.is_some() {
+        caps.insert("sampling".into(), json!({}));
+    }
+    if opts.roots.is_some() {
+        caps.insert("roots".into(), json!({}));
+    }
+    caps.insert("extensions".into(), json!({}));
+    Value::Object(caps)
+}
+
+/// The `_meta` every modern request of a connection with `opts` carries.
+pub(crate) fn request_meta(
+    opts: &ClientOptions,
+    version: &str,
+    log_level: Option<crate::log::LogLevel>,
+) -> serde_json::Map<String, Value> {
+    let caps = modern_capabilities(opts);
+    let info = json!({"name": opts.client_name, "version": opts.client_version});
+    era::request_meta(version, &caps, &info, log_level)
+}
 
 /// A request whose answer is awaited by hand.
 struct Started {
@@ -40,7 +78,12 @@ impl Peer {
     /// Runs the plan [`era::plan`] makes for this connection.
     pub(super) fn negotiate(&self) -> Result<Negotiated> {
         let deadline = Instant::now() + self.opts.start_timeout;
-        let plan = era::plan(&self.opts, self.origin.as_deref());
+        let prefs = era::Prefs {
+            era: self.opts.era,
+            protocol_version: self.opts.protocol_version.as_deref(),
+            hint: self.opts.era_hint,
+        };
+        let plan = era::plan(prefs, self.origin.as_deref());
         let n = match plan {
             Plan::Legacy { version, fallback } => match self.handshake(&version, deadline) {
                 Err(e @ McpError::Rpc { .. }) if fallback => {
@@ -142,8 +185,7 @@ impl Peer {
 
     /// The `server/discover` request of the probe.
     fn discover_params(&self, version: &str) -> Value {
-        let caps = era::modern_capabilities(&self.opts);
-        let meta = era::request_meta(version, &caps, &self.opts, *self.log_level.lock());
+        let meta = request_meta(&self.opts, version, *self.log_level.lock());
         with_meta(None, meta).unwrap_or(Value::Null)
     }
 
@@ -325,8 +367,7 @@ impl Peer {
                     server_info: discover.server_info().unwrap_or(Implementation::default()),
                     instructions: discover.instructions.clone(),
                 };
-                let caps = era::modern_capabilities(&self.opts);
-                let meta = era::request_meta(&version, &caps, &self.opts, *self.log_level.lock());
+                let meta = request_meta(&self.opts, &version, *self.log_level.lock());
                 Next::Done(Negotiated {
                     info,
                     meta: Some(meta),
