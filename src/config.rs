@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{McpError, Result};
+use crate::limits::MAX_SERVER_NAME_LEN;
 
 /// How the client reaches a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,9 +50,6 @@ impl fmt::Display for McpTransport {
         f.write_str(self.as_str())
     }
 }
-
-/// The longest server name accepted.
-pub const MAX_SERVER_NAME_LEN: usize = 64;
 
 /// The configuration of one MCP server.
 ///
@@ -252,7 +250,7 @@ fn env_lookup(name: &str) -> Option<String> {
 
 /// Checks that `name` can be used as a server name.
 ///
-/// Allowed: 1 to [`MAX_SERVER_NAME_LEN`] characters from `[A-Za-z0-9_-]`,
+/// Allowed: 1 to [`MAX_SERVER_NAME_LEN`](crate::limits::MAX_SERVER_NAME_LEN) characters from `[A-Za-z0-9_-]`,
 /// with no `__` and no leading or trailing `_`, so that a tool name
 /// `mcp__<server>__<tool>` always splits back unambiguously.
 pub fn validate_server_name(name: &str) -> Result<()> {

@@ -17,59 +17,81 @@
 //! # Ok::<(), skald_mcp::McpError>(())
 //! ```
 //!
-//! The pieces, one module each:
+//! What a program holds, all at the root:
 //!
-//! * [`jsonrpc`] — framing: bytes to typed messages and back.
-//! * [`stdio`] — [`McpServer`], a child process and its three I/O threads.
-//! * [`http`] — [`McpHttpServer`], Streamable HTTP: POSTs; in the legacy era
-//!   the GET stream and sessions, in the modern era the request headers.
+//! * [`connect`] — a connection to a configured server ([`McpServerConfig`]),
+//!   whatever its transport: a [`McpServer`] (a child process over stdio,
+//!   three named I/O threads) or a [`McpHttpServer`] (Streamable HTTP), both
+//!   behind the [`McpServerClient`] trait.
+//! * [`ClientOptions`] — timeouts, bounds, handlers ([`ElicitationHandler`],
+//!   [`SamplingHandler`], [`RootsProvider`]) and where notifications and log
+//!   lines go; [`CallOptions`] per call ([`CancelToken`], progress).
 //! * [`Era`], [`EraPreference`] — which protocol era a connection speaks
-//!   (MCP 2026-07-28 or the `initialize` handshake of 2025-11-25 and older)
-//!   and how it is chosen: probed, or forced in [`ClientOptions`].
-//! * [`model`] — serde-derived wire types shared by both eras.
-//! * [`sse`] — the Server-Sent Events parser the HTTP transport reads with.
-//! * [`client`] — the [`McpServerClient`] trait, [`ClientOptions`], [`CallOptions`].
-//! * [`result`] — [`McpCallResult`] and media decoding.
-//! * [`tool`] — [`McpTool`].
-//! * [`task`] — task-mode calls, polled to completion.
-//! * [`cancel`] — [`CancelToken`] and the cancellation messages.
-//! * [`elicitation`] — [`ElicitationHandler`] and form parsing.
-//! * [`log`], [`notification`] — what a server emits besides responses.
-//! * [`limits`] — every default and bound, in one place.
-//! * [`error`] — [`McpError`].
+//!   (MCP 2026-07-28, stateless; or the `initialize` handshake of 2025-11-25
+//!   and older) and how it is chosen: probed, or forced.
+//! * [`McpCallResult`], [`McpTool`], [`Resource`], [`Prompt`], … — what
+//!   servers answer; [`McpError`] — what goes wrong, naming the server and
+//!   the request.
+//!
+//! And four modules for what is configured as a whole: [`manager`] (many
+//! servers, restarts, lazy tool loading), [`store`] (the SQLite store
+//! thread), [`auth`] (OAuth), [`limits`] (every default and bound, in one
+//! place; [`ClientOptions`] changes them per connection), plus [`model`]
+//! (serde wire types shared by both eras).
 #![warn(missing_docs)]
+// Every `unsafe` block says why it is sound, in a `// SAFETY:` comment.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
+// What a user holds is re-exported below; these modules are public for the
+// domains a program configures as a whole (OAuth, the manager, the store,
+// the tuning constants, the wire types).
 pub mod auth;
-pub mod cancel;
-pub mod client;
-pub mod config;
-mod connect;
-pub mod elicitation;
-mod era;
-pub mod error;
-pub mod http;
-mod json;
-pub mod jsonrpc;
 pub mod limits;
-pub mod log;
 pub mod manager;
 pub mod model;
-pub mod notification;
-mod peer;
-pub mod prompts;
-pub mod resources;
-pub mod result;
-pub mod roots;
-pub mod sampling;
-pub mod schema;
-pub mod sse;
-pub mod stdio;
 pub mod store;
-pub mod task;
-mod threads;
-pub mod tool;
 
-pub use cancel::{cancelled_notification, tasks_cancel_request, CancelToken};
+mod cancel;
+mod client;
+mod config;
+mod connect;
+mod elicitation;
+mod era;
+mod error;
+mod http;
+mod json;
+mod log;
+mod notification;
+mod peer;
+mod prompts;
+mod resources;
+mod result;
+mod roots;
+mod sampling;
+mod stdio;
+mod task;
+mod threads;
+mod tool;
+
+// The parsers the fuzz targets drive (`fuzz/`): public only with the
+// `fuzzing` feature, not part of the stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod jsonrpc;
+#[cfg(not(feature = "fuzzing"))]
+mod jsonrpc;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod schema;
+#[cfg(not(feature = "fuzzing"))]
+mod schema;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod sse;
+#[cfg(not(feature = "fuzzing"))]
+mod sse;
+
+pub use cancel::CancelToken;
 pub use client::{
     list_all, CallOptions, ClientOptions, Completion, CompletionRef, Disconnect, Implementation,
     InitializeInfo, McpServerClient, OutputSchemaPolicy, Progress, ProgressFn, ServerCapabilities,
@@ -83,7 +105,8 @@ pub use elicitation::{
 pub use era::{Era, EraPreference};
 pub use error::{McpError, Result, VersionMismatch};
 pub use http::McpHttpServer;
-pub use limits::*;
+/// The JSON-RPC and MCP error codes, for matching [`McpError::Rpc`].
+pub use jsonrpc::codes;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};
 pub use notification::{McpNotification, McpNotificationTx};
 pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptContent, PromptMessage, Role};
@@ -98,6 +121,5 @@ pub use task::{clamp_poll_interval, poll_deadline, CreateTaskResult, TaskStatus}
 pub use tool::{McpTool, TaskSupport, ToolAnnotations};
 
 pub use store::{
-    format_log_line, log_dir, log_file_path, sanitize_log_name, EventId, EventStatus, Store,
-    StoreConfig, StoreHandle, StoreStats, StoredEvent, Synchronous, SCHEMA_VERSION,
+    EventId, EventStatus, Store, StoreConfig, StoreHandle, StoreStats, StoredEvent, Synchronous,
 };

@@ -63,6 +63,9 @@ pub const LISTEN_READY_WAIT: Duration = Duration::from_secs(2);
 /// change).
 pub const LISTEN_MAX_FAILURES: u32 = 5;
 
+/// The longest server name accepted.
+pub const MAX_SERVER_NAME_LEN: usize = 64;
+
 /// The name this client reports as `clientInfo.name`.
 pub const CLIENT_NAME: &str = "skald-mcp";
 
@@ -128,6 +131,12 @@ pub const TASK_POLL_DEADLINE: Duration = Duration::from_secs(60 * 60);
 /// drain). Kept small so a host with a hundred servers stays light.
 pub const IO_THREAD_STACK: usize = 128 * 1024;
 
+/// Stack size of the threads that run code the library does not control or
+/// bound: the user's elicitation, sampling and roots handlers, the store
+/// thread (SQLite), and the manager's start and restart threads (which
+/// run OAuth and the handshake). The standard library's default.
+pub const DEFAULT_THREAD_STACK: usize = 2 * 1024 * 1024;
+
 /// Stack size of the stdout reader thread, which parses JSON.
 /// `serde_json` limits nesting depth to 128, so this is ample.
 pub const READER_THREAD_STACK: usize = 512 * 1024;
@@ -155,7 +164,7 @@ pub const READER_BACKOFF: Duration = Duration::from_millis(1);
 pub const MAX_STDERR_LINE: usize = 16 * 1024;
 
 /// Subschema checks an output-schema validation may always make, whatever
-/// the size of the value (see [`schema::validate`](crate::schema::validate)).
+/// the size of the value (of the output-schema validation).
 /// A schema whose `$ref`s branch exponentially fails with "too complex"
 /// once the budget is spent, instead of spinning the caller's thread.
 pub const SCHEMA_MIN_STEPS: usize = 100_000;

@@ -151,7 +151,7 @@ fn retries_are_bounded_in_number_and_by_the_deadline() {
     let e = c.list_tools().unwrap_err();
     assert_eq!(status_of(&e), Some(503), "{e:?}");
     let tries = server.posts_of("tools/list").len() - before;
-    assert_eq!(tries as u32, skald_mcp::HTTP_MAX_RETRIES + 1, "{e}");
+    assert_eq!(tries as u32, skald_mcp::limits::HTTP_MAX_RETRIES + 1, "{e}");
 
     // A Retry-After beyond the call's deadline fails at once.
     c.call_tool(

@@ -513,7 +513,7 @@ fn connect_returns_once_the_get_stream_is_open() {
     let server = Server::hostile(&["--get", "405"]);
     let started = Instant::now();
     let c = connect(&server, "h-ready-405", ClientOptions::default());
-    assert!(started.elapsed() < skald_mcp::HTTP_LISTEN_READY_WAIT);
+    assert!(started.elapsed() < skald_mcp::limits::HTTP_LISTEN_READY_WAIT);
     assert!(!c.is_listening());
     c.close().unwrap();
 }

@@ -12,9 +12,10 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
+use skald_mcp::store::log_dir;
 use skald_mcp::{
-    log_dir, EventId, EventStatus, LogLevel, LogTag, McpError, McpLogLine, McpNotification,
-    McpServerConfig, Store, StoreConfig, StoreHandle,
+    EventId, EventStatus, LogLevel, LogTag, McpError, McpLogLine, McpNotification, McpServerConfig,
+    Store, StoreConfig, StoreHandle,
 };
 
 struct TempDir(PathBuf);
@@ -283,7 +284,7 @@ fn log_lines_have_the_seed_format() {
 fn rotation_keeps_exactly_one_backup_and_loses_no_line_at_the_boundary() {
     let tmp = TempDir::new();
     let line = |i: u64| McpLogLine::now("chatty", LogTag::Stderr, format!("line {i:06}"));
-    let one = skald_mcp::format_log_line(&line(0)).len() as u64;
+    let one = skald_mcp::store::format_log_line(&line(0)).len() as u64;
     let mut cfg = tmp.config();
     cfg.log_max_bytes = 50 * one;
     let store = Store::open(cfg).unwrap();
@@ -590,14 +591,14 @@ fn shutdown_racing_with_writers_neither_hangs_nor_loses_an_ack() {
 }
 
 fn log_file_path_of(tmp: &TempDir, server: &str) -> PathBuf {
-    skald_mcp::log_file_path(&tmp.0, server)
+    skald_mcp::store::log_file_path(&tmp.0, server)
 }
 
 #[cfg(target_os = "linux")]
 fn store_thread_exists() -> bool {
     fs::read_dir("/proc/self/task").unwrap().any(|t| {
         fs::read_to_string(t.unwrap().path().join("comm"))
-            .is_ok_and(|c| c.trim_end() == skald_mcp::STORE_THREAD_NAME)
+            .is_ok_and(|c| c.trim_end() == skald_mcp::limits::STORE_THREAD_NAME)
     })
 }
 

@@ -2,8 +2,9 @@
 //! interval and deadline derived from it are bounded.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use skald_mcp::limits::{TASK_POLL_MAX, TASK_POLL_MIN};
 use skald_mcp::{
-    clamp_poll_interval, poll_deadline, CreateTaskResult, TASK_POLL_MAX, TASK_POLL_MIN,
+    clamp_poll_interval, poll_deadline, CreateTaskResult,
 };
 
 fuzz_target!(|data: &[u8]| {

@@ -272,39 +272,45 @@ impl McpManager {
             inner.connecting_placeholder(&c.name);
         }
         let bg = Arc::clone(&inner);
-        let startup = std::thread::Builder::new()
-            .name("skald-mcp-startup".into())
-            .spawn(move || {
+        let startup = crate::threads::spawn(
+            "skald-mcp-startup".into(),
+            crate::limits::DEFAULT_THREAD_STACK,
+            move || {
                 let handles: Vec<_> = configs
                     .into_iter()
                     .filter_map(|cfg| {
                         let inner = Arc::clone(&bg);
-                        std::thread::Builder::new()
-                            .name(format!("mcp-connect-{}", cfg.name))
-                            .spawn(move || {
+                        crate::threads::spawn(
+                            format!("mcp-connect-{}", cfg.name),
+                            crate::limits::DEFAULT_THREAD_STACK,
+                            move || {
                                 let _ = inner.start_one(&cfg);
-                            })
-                            .ok()
+                            },
+                        )
+                        .ok()
                     })
                     .collect();
                 for h in handles {
                     let _ = h.join();
                 }
-            })
-            .map_err(|source| McpError::Io {
-                context: "spawning the manager's startup thread".into(),
-                source,
-            })?;
+            },
+        )
+        .map_err(|source| McpError::Io {
+            context: "spawning the manager's startup thread".into(),
+            source,
+        })?;
         inner.threads.lock().push(startup);
         if restart_on {
             let bg = Arc::clone(&inner);
-            let sup = std::thread::Builder::new()
-                .name("skald-mcp-supervisor".into())
-                .spawn(move || bg.supervise(disconnect_rx))
-                .map_err(|source| McpError::Io {
-                    context: "spawning the manager's supervisor thread".into(),
-                    source,
-                })?;
+            let sup = crate::threads::spawn(
+                "skald-mcp-supervisor".into(),
+                crate::limits::DEFAULT_THREAD_STACK,
+                move || bg.supervise(disconnect_rx),
+            )
+            .map_err(|source| McpError::Io {
+                context: "spawning the manager's supervisor thread".into(),
+                source,
+            })?;
             *inner.supervisor.lock() = Some(sup);
         }
         Ok(McpManager { inner })
@@ -732,9 +738,7 @@ impl Inner {
                     }
                     let inner = Arc::clone(&self);
                     let name = d.server.clone();
-                    let spawned = std::thread::Builder::new()
-                        .name(format!("mcp-restart-{}", d.server))
-                        .spawn(move || inner.restart_with_backoff(&d.server));
+                    let spawned = crate::threads::spawn(format!("mcp-restart-{}", d.server), crate::limits::DEFAULT_THREAD_STACK, move || inner.restart_with_backoff(&d.server));
                     match spawned {
                         Ok(h) => {
                             let mut threads = self.restart_threads.lock();
@@ -949,15 +953,19 @@ impl Inner {
         std::thread::scope(|scope| {
             for (name, c) in &servers {
                 let name = name.clone();
-                std::thread::Builder::new()
-                    .name(format!("mcp-close-{name}"))
-                    .spawn_scoped(scope, move || {
+                crate::threads::spawn_scoped(
+                    scope,
+                    format!("mcp-close-{name}"),
+                    // An HTTP close sends DELETE (TLS included).
+                    crate::limits::DEFAULT_THREAD_STACK,
+                    move || {
                         let _ = c.close();
-                    })
-                    .map(|_| ())
-                    .unwrap_or_else(|_| {
-                        let _ = c.close();
-                    });
+                    },
+                )
+                .map(|_| ())
+                .unwrap_or_else(|_| {
+                    let _ = c.close();
+                });
             }
         });
         for (name, _) in &servers {

@@ -1439,16 +1439,18 @@ impl Peer {
             peer: Arc::clone(self),
             elicitation: suspends_timeouts,
         };
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-{kind}", self.name))
-            .spawn(move || {
+        let spawned = crate::threads::spawn(
+            format!("mcp-{}-{kind}", self.name),
+            crate::limits::DEFAULT_THREAD_STACK,
+            move || {
                 let peer = Arc::clone(&slot.peer);
                 let outcome = run(&peer, &params);
                 if peer.server_requests.lock().remove(&id) {
                     peer.reply(&id, outcome);
                 }
                 drop(slot);
-            });
+            },
+        );
         if let Err(e) = spawned {
             // The closure (and the slot in it) was dropped: counters are restored.
             self.server_requests.lock().remove(&id_for_error);
@@ -1470,11 +1472,13 @@ impl Peer {
         f: impl FnOnce() -> T + Send + 'static,
     ) -> std::result::Result<T, &'static str> {
         let (tx, rx) = bounded(1);
-        let spawned = std::thread::Builder::new()
-            .name(format!("mcp-{}-{kind}", self.name))
-            .spawn(move || {
+        let spawned = crate::threads::spawn(
+            format!("mcp-{}-{kind}", self.name),
+            crate::limits::DEFAULT_THREAD_STACK,
+            move || {
                 let _ = tx.send(f());
-            });
+            },
+        );
         if spawned.is_err() {
             return Err("could not be started");
         }

@@ -341,6 +341,12 @@ mod linux {
 
     /// Reports `errno` to the parent and exits without running anything of
     /// the host's.
+    ///
+    /// # Safety
+    ///
+    /// Only in the forked child, before `exec`: it calls only
+    /// async-signal-safe functions (`write`, `_exit`) and reads `errno` of
+    /// the calling thread; `a.err` must be the write end of the error pipe.
     unsafe fn fail(a: &ChildArgs) -> ! {
         let e = *libc::__errno_location();
         let b = e.to_ne_bytes();

@@ -39,7 +39,7 @@ pub fn log_file_path(root: &Path, server: &str) -> PathBuf {
 /// hash (FNV-1a) of the original name.
 ///
 /// ```
-/// use skald_mcp::sanitize_log_name;
+/// use skald_mcp::store::sanitize_log_name;
 /// assert_eq!(sanitize_log_name("gcal"), "gcal");
 /// assert_eq!(sanitize_log_name("../../etc/x"), "_.._.._etc_x");
 /// assert_eq!(sanitize_log_name(".."), "_..");
@@ -84,7 +84,8 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use skald_mcp::{format_log_line, LogLevel, LogTag, McpLogLine};
+/// use skald_mcp::store::format_log_line;
+/// use skald_mcp::{LogLevel, LogTag, McpLogLine};
 /// let at = UNIX_EPOCH + Duration::from_millis(1_783_082_096_789);
 /// let line = |tag, text: &str| McpLogLine { server: "s".into(), tag, text: text.into(), at };
 /// assert_eq!(

@@ -619,23 +619,23 @@ impl Store {
         };
         let thread_counters = Arc::clone(&counters);
         let log_root = config.log_root.clone();
-        let thread = std::thread::Builder::new()
-            .name(STORE_THREAD_NAME.into())
-            .spawn(
-                move || match Worker::open(&config, inbox, thread_counters) {
-                    Ok(worker) => {
-                        let _ = ready_tx.send(Ok(()));
-                        worker.run();
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                    }
-                },
-            )
-            .map_err(|source| McpError::Io {
-                context: "spawning the store thread".into(),
-                source,
-            })?;
+        let thread = crate::threads::spawn(
+            STORE_THREAD_NAME.into(),
+            crate::limits::DEFAULT_THREAD_STACK,
+            move || match Worker::open(&config, inbox, thread_counters) {
+                Ok(worker) => {
+                    let _ = ready_tx.send(Ok(()));
+                    worker.run();
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                }
+            },
+        )
+        .map_err(|source| McpError::Io {
+            context: "spawning the store thread".into(),
+            source,
+        })?;
         match ready_rx.recv() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
