@@ -356,6 +356,45 @@ def tool_bad_structured(args, ctx):
     return {"content": [{"type": "text", "text": json.dumps(s)}], "structuredContent": s}
 
 
+class RpcError(Exception):
+    """Raised by a tool to answer its call with a JSON-RPC error."""
+
+    def __init__(self, code, message, data=None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+def tool_modern_error(args, ctx):
+    """Answer with the 2026-07-28 error `code` (-32020, -32021 or -32022)."""
+    code = _int(args, "code")
+    if code == -32021:
+        raise RpcError(code, "this tool needs elicitation",
+                       {"requiredCapabilities": {"elicitation": {}}})
+    if code == -32022:
+        raise RpcError(code, "Unsupported protocol version",
+                       {"supported": ["2099-01-01"], "requested": "2026-07-28"})
+    raise RpcError(code, "Header mismatch: Mcp-Name header value 'x' does not match body value 'y'")
+
+
+def tool_confirm(args, ctx):
+    """2026-07-28 multi round-trip: asks for a confirmation with an
+    InputRequiredResult, then answers with what the client sent back."""
+    if not ctx.modern:
+        raise RpcError(INVALID_PARAMS, "confirm needs the 2026-07-28 era")
+    responses = ctx.params.get("inputResponses")
+    if not isinstance(responses, dict) or "c" not in responses:
+        return {"resultType": "input_required",
+                "inputRequests": {"c": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Proceed?",
+                    "requestedSchema": {"type": "object",
+                                        "properties": {"ok": {"type": "boolean"}}}}}},
+                "requestState": "state-1"}
+    if ctx.params.get("requestState") != "state-1":
+        raise RpcError(INVALID_PARAMS, "requestState was not echoed")
+    answer = responses["c"]
+    return text_result(f"confirmed: {answer.get('action')} {json.dumps(answer.get('content'))}")
+
+
 def tool_register_tool(args, ctx):
     """Add a tool named `name` (an echo) and send notifications/tools/list_changed."""
     name = _str(args, "name")
@@ -448,6 +487,10 @@ TOOLS = [
      tool_bad_structured),
     ({"name": "register_tool", "description": "Add an echo tool at run time and send list_changed.",
       "inputSchema": _schema({"name": {"type": "string"}}, ["name"])}, tool_register_tool),
+    ({"name": "modern_error", "description": "Answer with a 2026-07-28 JSON-RPC error (code).",
+      "inputSchema": _schema({"code": {"type": "integer"}}, ["code"])}, tool_modern_error),
+    ({"name": "confirm", "description": "2026-07-28 only: ask for a confirmation (multi round-trip).",
+      "inputSchema": _schema()}, tool_confirm),
 ]
 TOOL_FNS = {t["name"]: fn for t, fn in TOOLS}
 TOOL_DEFS = [t for t, _ in TOOLS]
@@ -488,12 +531,14 @@ def run_tool_call(req_id, params, message, cancel_event):
         else:
             try:
                 result, error = fn(args, CallCtx(req_id, params, message, cancel_event)), None
+            except RpcError as e:
+                result, error = None, (e.code, e.message, e.data)
             except ToolArgError as e:
                 result, error = text_result(f"invalid arguments: {e}", is_error=True), None
             except Exception as e:  # tool crashed: report as tool error
                 log(f"demo: tool {name} raised {e!r}")
                 result, error = text_result(f"internal error: {e}", is_error=True), None
-            if result is None:
+            if result is None and error is None:
                 return  # cancelled: no response at all
         if cancel_event.is_set():
             log(f"demo: request {req_id!r} was cancelled; not responding")
@@ -502,7 +547,7 @@ def run_tool_call(req_id, params, message, cancel_event):
             send_error(req_id, *error)
         else:
             meta = params.get("_meta")
-            if isinstance(meta, dict) and META_VERSION in meta:
+            if isinstance(meta, dict) and META_VERSION in meta and "resultType" not in result:
                 result = dict(result, resultType="complete")
             send_result(req_id, result)
     finally:

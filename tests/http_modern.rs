@@ -198,3 +198,36 @@ fn concurrent_modern_calls_each_get_their_result() {
         assert_eq!(h.join().unwrap(), format!("n{i}"));
     }
 }
+
+/// list_changed arrives on the client's `subscriptions/listen` stream (a
+/// long-lived POST): the tool list is refreshed, and the notification is
+/// tagged with the subscription id.
+#[test]
+fn list_changed_over_an_http_listen_stream() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let (opts, notes, _logs) = wired_options();
+    let c = connect(&server, "fm-listen", opts);
+    assert_eq!(c.initialize().unwrap().era, Era::Modern);
+    let before = c.list_tools().unwrap().len();
+    assert_eq!(
+        text(c.call_tool("add_tool", json!({"name": "late"})).unwrap()),
+        "added late"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = notes.recv_deadline(deadline).expect("list_changed arrives");
+        if n.method == "notifications/tools/list_changed" {
+            assert!(
+                n.params["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number(),
+                "{n:?}"
+            );
+            break;
+        }
+    }
+    let after = c.list_tools().unwrap();
+    assert_eq!(after.len(), before + 1);
+    assert!(after.iter().any(|t| t.name == "late"));
+    c.close().unwrap();
+}

@@ -68,14 +68,16 @@ fn lists_every_page() {
             "pid",
             "ping_client",
             "bad_structured",
-            "register_tool"
+            "register_tool",
+            "modern_error",
+            "confirm"
         ]
     );
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
     assert_eq!(add.task_support, TaskSupport::Forbidden);
     assert_eq!(add.input_schema["type"], "object");
-    // 17 tools, 4 a page: five tools/list requests, four with a cursor.
+    // 19 tools, 4 a page: five tools/list requests, four with a cursor.
     let msgs = received(&s);
     let lists: Vec<_> = msgs
         .iter()

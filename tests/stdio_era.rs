@@ -15,8 +15,9 @@ use crossbeam_channel::unbounded;
 use serde_json::{json, Value};
 use skald_mcp::manager::{ManagerConfig, McpManager};
 use skald_mcp::{
-    CallOptions, CancelToken, ClientOptions, Era, EraPreference, LogLevel, LogTag, McpCallResult,
-    McpError, McpMedia, McpServer, McpServerClient, McpServerConfig,
+    CallOptions, CancelToken, ClientOptions, ElicitationRequest, ElicitationResponse, Era,
+    EraPreference, LogLevel, LogTag, McpCallResult, McpError, McpMedia, McpServer, McpServerClient,
+    McpServerConfig,
 };
 
 fn demo_in(era: &str, env: &[(&str, &str)]) -> McpServerConfig {
@@ -390,4 +391,98 @@ fn manager_records_and_shows_the_era() {
     assert_eq!(json["era"], "legacy");
     m.close().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The modern errors are typed and say what the server said.
+#[test]
+fn modern_errors_are_typed() {
+    let s = connect(&demo_in("modern", &[]), test_options()).unwrap();
+    match s.call_tool("modern_error", json!({"code": -32020})) {
+        Err(McpError::HeaderMismatch {
+            method, message, ..
+        }) => {
+            assert_eq!(method, "tools/call");
+            assert!(message.contains("Mcp-Name"), "{message}");
+        }
+        other => panic!("expected HeaderMismatch, got {other:?}"),
+    }
+    match s.call_tool("modern_error", json!({"code": -32021})) {
+        Err(e @ McpError::MissingClientCapability { .. }) => {
+            let McpError::MissingClientCapability { detail, .. } = &e else {
+                unreachable!()
+            };
+            assert_eq!(detail.0, json!({"elicitation": {}}));
+            assert!(e.to_string().contains("elicitation"), "{e}");
+        }
+        other => panic!("expected MissingClientCapability, got {other:?}"),
+    }
+    // -32022 naming only versions this client does not speak: retried
+    // once (there is nothing to retry with), then a typed error.
+    match s.call_tool("modern_error", json!({"code": -32022})) {
+        Err(McpError::UnsupportedProtocolVersion { detail, .. }) => {
+            assert_eq!(detail.supported, ["2099-01-01"]);
+        }
+        other => panic!("expected UnsupportedProtocolVersion, got {other:?}"),
+    }
+    // The connection is still usable.
+    assert_eq!(
+        text(s.call_tool("echo", json!({"text": "ok"})).unwrap()),
+        "ok"
+    );
+}
+
+/// Multi round-trip: the server's elicitation reaches the same handler as
+/// in the legacy era; the request is sent again with a new id, the answer
+/// and the server's state. Without a handler: a clear typed error.
+#[test]
+fn input_required_reaches_the_elicitation_handler() {
+    let opts = test_options().elicitation_handler(|req: &ElicitationRequest| {
+        assert_eq!(req.message, "Proceed?");
+        let mut m = serde_json::Map::new();
+        m.insert("ok".into(), json!(true));
+        ElicitationResponse::Accept(m)
+    });
+    let s = connect(&demo_in("modern", &[]), opts).unwrap();
+    assert_eq!(
+        text(s.call_tool("confirm", json!({})).unwrap()),
+        r#"confirmed: accept {"ok": true}"#
+    );
+    let calls: Vec<Value> = received(&s)
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call" && m["params"]["name"] == "confirm")
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_ne!(calls[0]["id"], calls[1]["id"]);
+    assert!(calls[0]["params"].get("inputResponses").is_none());
+    assert_eq!(calls[1]["params"]["requestState"], "state-1");
+    assert_eq!(
+        calls[1]["params"]["inputResponses"]["c"]["action"],
+        "accept"
+    );
+    // The capability is declared per request, since a handler is installed.
+    assert!(
+        calls[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"]
+            .is_object()
+    );
+
+    let s = connect(&demo_in("modern", &[]), test_options()).unwrap();
+    match s.call_tool("confirm", json!({})) {
+        Err(McpError::InputRequired { requests, .. }) => {
+            assert_eq!(requests, ["elicitation/create"])
+        }
+        other => panic!("expected InputRequired, got {other:?}"),
+    }
+}
+
+/// A remembered era that turns out wrong is probed again, both ways.
+#[test]
+fn a_wrong_era_hint_is_probed_again() {
+    let mut opts = test_options();
+    opts.era_hint = Some(Era::Legacy);
+    let s = connect(&demo_in("modern", &[]), opts).unwrap();
+    assert_eq!(s.initialize().unwrap().era, Era::Modern);
+    let mut opts = test_options();
+    opts.era_hint = Some(Era::Modern);
+    let s = connect(&demo_in("legacy", &[]), opts).unwrap();
+    assert_eq!(s.initialize().unwrap().era, Era::Legacy);
 }

@@ -27,6 +27,9 @@ Tools (all return text):
   log(message)          sends it as an info and a warning log notification on the request's stream
   elicit_name()         asks for {name} with elicitation: "hello <name>" | "declined" | "cancelled"
   slow(seconds)         sleeps, then "done after <seconds>s"
+  add_tool(name)        registers an echo tool called `name` and sends
+                        notifications/tools/list_changed (on subscriptions/listen streams in the
+                        modern era, on the session in the legacy one); returns "added <name>"
   headers()             JSON of the request headers the server received (session id,
                         protocol version, authorization, accept, content-type)
   standalone(nonce)     on the GET stream: pings the client until it answers (so the stream is
@@ -149,6 +152,17 @@ def build_server(era="dual"):
         if result.action == "decline":
             return "declined"
         return "cancelled"
+
+    @mcp.tool(description="Register tool `name` (an echo) and announce the change.",
+              structured_output=False)
+    async def add_tool(name: str, ctx: Context) -> str:
+        mcp.add_tool(echo, name=name, structured_output=False)
+        if SDK_MAJOR >= 2:
+            # To the subscriptions/listen streams (2026-07-28) and to a
+            # legacy session alike.
+            await ctx.notify_tools_changed()
+        await ctx.session.send_tool_list_changed()
+        return f"added {name}"
 
     @mcp.tool(description="Sleep for `seconds`.", structured_output=False)
     async def slow(seconds: float) -> str:
