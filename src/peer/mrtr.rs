@@ -7,11 +7,10 @@
 //!
 //! The values a user enters are never logged: only that an input round ran.
 
-use std::time::Instant;
-
 use serde_json::{Map, Value};
 
-use super::{Peer, REPLY_SEND_TIMEOUT};
+use super::handlers::InputKind;
+use super::Peer;
 use crate::error::{McpError, Result};
 
 impl Peer {
@@ -54,29 +53,18 @@ impl Peer {
                 method: method.to_owned(),
                 requests: vec![kind.to_owned()],
             };
-            let answer = match kind {
-                "elicitation/create" if self.opts.elicitation.is_some() => {
-                    self.lifecycle(format!("{method}: the server asks for input (elicitation)"));
-                    self.run_elicitation(&params)
-                }
-                "sampling/createMessage" if self.opts.sampling.is_some() => {
-                    self.run_sampling(&params)
-                }
-                "roots/list" if self.opts.roots.is_some() => {
-                    let provider = self.opts.roots.clone().ok_or_else(missing)?;
-                    let deadline =
-                        Instant::now() + self.opts.elicitation_deadline.min(REPLY_SEND_TIMEOUT);
-                    match self.run_with_deadline("roots-h", deadline, move || provider.roots()) {
-                        Ok(roots) => Ok(crate::roots::list_result(&roots)),
-                        Err(why) => Err((
-                            crate::jsonrpc::codes::INTERNAL_ERROR,
-                            format!("roots provider {why}"),
-                        )),
+            let answer = match InputKind::of(kind).filter(|k| self.handles(*k)) {
+                Some(k) => {
+                    if k == InputKind::Elicitation {
+                        self.lifecycle(format!(
+                            "{method}: the server asks for input (elicitation)"
+                        ));
                     }
+                    self.answer_input(k, &params)
                 }
                 // No handler: the capability was never declared, so the
                 // server should not have asked; fail the call, never hang.
-                _ => return Err(missing()),
+                None => return Err(missing()),
             };
             match answer {
                 Ok(v) => {

@@ -27,21 +27,10 @@ use crate::limits::{MODERN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, SUPPORTED_PROTOC
 /// `InputRequiredResult` rounds in this era), and the extensions map.
 pub(crate) fn modern_capabilities(opts: &ClientOptions) -> Value {
     let mut caps = Map::new();
-    if let Some(h) = &opts.elicitation {
-        caps.insert(
-            "elicitation".into(),
-            if h.supports_url() {
-                json!({"form": {}, "url": {}})
-            } else {
-                json!({"form": {}})
-            },
-        );
-    }
-    if opts.sampling.is_some() {
-        caps.insert("sampling".into(), json!({}));
-    }
-    if opts.roots.is_some() {
-        caps.insert("roots".into(), json!({}));
+    for kind in super::handlers::InputKind::ALL {
+        if let Some((name, v)) = kind.capability(opts, true) {
+            caps.insert(name.into(), v);
+        }
     }
     caps.insert("extensions".into(), json!({}));
     Value::Object(caps)

@@ -1,0 +1,217 @@
+//! Tools: listing (every page, the cached list, the background refresh
+//! after `notifications/tools/list_changed`) and calling (task mode, the
+//! output-schema check, the modern HeaderMismatch retry).
+
+use super::*;
+
+impl Peer {
+    pub(crate) fn list_tools(&self) -> Result<Vec<McpTool>> {
+        let mut tools: Vec<McpTool> = Vec::new();
+        let mut names = HashSet::new();
+        let mut seen_cursors = HashSet::new();
+        let mut cursor: Option<String> = None;
+        let mut complete = false;
+        let mirrors = self.out.mirrors_headers() && self.initialize()?.era == Era::Modern;
+        for _ in 0..self.opts.max_tool_pages.max(1) {
+            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
+            let r = self.request("tools/list", params, &CallOptions::default())?;
+            let arr =
+                r.get("tools")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| McpError::Protocol {
+                        server: self.name.clone(),
+                        method: Some("tools/list".into()),
+                        message: format!("result has no tools array: {}", excerpt(&r)),
+                    })?;
+            for t in arr {
+                match McpTool::from_json(t) {
+                    Ok(tool) if mirrors => {
+                        if let Err(why) = crate::model::validate_tool(&tool.input_schema) {
+                            // 2026-07-28 over HTTP: a tool whose header
+                            // declarations are invalid is left out.
+                            ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);
+                            self.lifecycle(format!("tool '{}' left out: {why}", tool.name));
+                        } else if names.insert(tool.name.clone()) {
+                            tools.push(tool);
+                        } else {
+                            ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
+                        }
+                    }
+                    Ok(tool) => {
+                        if names.insert(tool.name.clone()) {
+                            tools.push(tool);
+                        } else {
+                            ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
+                        }
+                    }
+                    Err(m) => {
+                        ::log::warn!(target: "mcp_client", "[{}] skipping tool: {m}: {}", self.name, excerpt(t))
+                    }
+                }
+            }
+            match r.get("nextCursor").and_then(Value::as_str) {
+                Some(c) if !c.is_empty() => {
+                    if !seen_cursors.insert(c.to_owned()) {
+                        ::log::warn!(target: "mcp_client", "[{}] tools/list repeated cursor {c:?}; stopping", self.name);
+                        complete = true;
+                        break;
+                    }
+                    cursor = Some(c.to_owned());
+                }
+                _ => {
+                    complete = true;
+                    break;
+                }
+            }
+        }
+        if !complete {
+            ::log::warn!(
+                target: "mcp_client",
+                "[{}] tools/list still had a cursor after {} pages; the list may be truncated",
+                self.name,
+                self.opts.max_tool_pages
+            );
+        }
+        *self.tools.write() = Some(Arc::new(tools.clone()));
+        Ok(tools)
+    }
+
+    /// The last complete tool list, if tools were listed.
+    pub(crate) fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        self.tools.read().clone()
+    }
+
+    /// Re-lists the tools on a thread of its own (after
+    /// `notifications/tools/list_changed`); one refresh at a time, and a
+    /// notification that arrives during a refresh triggers one more.
+    pub(super) fn refresh_tools_in_background(self: &Arc<Self>) {
+        if self.refreshing_tools.swap(true, Ordering::AcqRel) {
+            self.tools_stale.store(true, Ordering::Release);
+            return;
+        }
+        let peer = Arc::clone(self);
+        let spawned = crate::threads::spawn(
+            format!("mcp-{}-refresh", self.name),
+            crate::limits::READER_THREAD_STACK,
+            move || loop {
+                peer.tools_stale.store(false, Ordering::Release);
+                match peer.list_tools() {
+                    Ok(t) => {
+                        ::log::debug!(target: "mcp_client", "[{}] tool list refreshed: {} tools", peer.name, t.len())
+                    }
+                    Err(e) => {
+                        ::log::warn!(target: "mcp_client", "[{}] tool list refresh failed: {e}", peer.name)
+                    }
+                }
+                peer.refreshing_tools.store(false, Ordering::Release);
+                if !peer.tools_stale.load(Ordering::Acquire)
+                    || peer.refreshing_tools.swap(true, Ordering::AcqRel)
+                {
+                    return;
+                }
+            },
+        );
+        if spawned.is_err() {
+            self.refreshing_tools.store(false, Ordering::Release);
+        }
+    }
+
+    pub(super) fn check_output_schema(
+        &self,
+        tool: Option<&McpTool>,
+        name: &str,
+        result: &McpCallResult,
+    ) -> Result<()> {
+        let Some(schema) = tool.and_then(|t| t.output_schema.as_ref()) else {
+            return Ok(());
+        };
+        let policy = self.opts.output_schema_validation;
+        if policy == OutputSchemaPolicy::Off {
+            return Ok(());
+        }
+        let structured = match result {
+            McpCallResult::Json(v) => Some(v),
+            McpCallResult::Media { structured, .. } => structured.as_ref(),
+            _ => None,
+        };
+        let verdict = match structured {
+            Some(v) => crate::schema::validate(schema, v),
+            None => {
+                Err("the tool declares an outputSchema but returned no structuredContent".into())
+            }
+        };
+        match verdict {
+            Ok(()) => Ok(()),
+            Err(message) if policy == OutputSchemaPolicy::Error => Err(McpError::SchemaMismatch {
+                server: self.name.clone(),
+                tool: name.to_owned(),
+                message,
+            }),
+            Err(message) => {
+                ::log::warn!(target: "mcp_client", "[{}] tool '{name}': result does not match its outputSchema: {message}", self.name);
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &CallOptions,
+    ) -> Result<McpCallResult> {
+        let arguments = match arguments {
+            Value::Null => json!({}),
+            v @ Value::Object(_) => v,
+            other => {
+                return Err(McpError::InvalidInput {
+                    server: self.name.clone(),
+                    message: format!(
+                        "arguments of tool '{name}' must be a JSON object, got {}",
+                        excerpt(&other)
+                    ),
+                })
+            }
+        };
+        // The cached list is shared, not copied: the tool is looked up in it.
+        let tools = self.cached_tools();
+        let tool = tools
+            .as_deref()
+            .and_then(|t| t.iter().find(|t| t.name == name));
+        let support = tool.map(|t| t.task_support).unwrap_or_default();
+        let mut params = json!({"name": name, "arguments": arguments});
+        if support.wants_task() {
+            params["task"] = match opts.task_ttl {
+                Some(ttl) => json!({"ttl": ttl.as_millis() as u64}),
+                None => json!({}),
+            };
+        }
+        // Over HTTP in the modern era a HeaderMismatch may mean the tool's
+        // x-mcp-header declarations changed: the spec asks to list the tools
+        // again and retry once (the params are kept only there).
+        let retry_params =
+            (self.out.mirrors_headers() && self.era() == Some(Era::Modern)).then(|| params.clone());
+        let result = match self.request("tools/call", Some(params), opts) {
+            Err(McpError::HeaderMismatch { message, .. }) if retry_params.is_some() => {
+                self.lifecycle(format!(
+                    "tools/call {name}: the server reports a header mismatch ({message}); listing the tools again and retrying once"
+                ));
+                self.cache.lock().invalidate("tools/list");
+                self.list_tools()?;
+                self.request("tools/call", retry_params, opts)?
+            }
+            other => other?,
+        };
+        let result = match extract_call_result_owned(&self.name, name, result)? {
+            McpCallResult::Task(task) => {
+                let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
+                let can_provide_input =
+                    self.opts.elicitation.is_some() || self.opts.sampling.is_some();
+                drive_task(&req, &self.name, name, task, opts, can_provide_input)?
+            }
+            other => other,
+        };
+        self.check_output_schema(tool, name, &result)?;
+        Ok(result)
+    }
+}
