@@ -172,6 +172,9 @@ pub enum McpError {
         status: Option<u16>,
         /// What happened, with a short excerpt of the body.
         message: String,
+        /// The transport error, when the request got no HTTP response
+        /// (refused, timed out, TLS); [`std::error::Error::source`] returns it.
+        source: Option<Box<ureq::Error>>,
     },
     /// OAuth authorization failed (discovery, registration, the user's
     /// answer, the token endpoint). Never carries a token or secret.
@@ -247,6 +250,9 @@ pub enum McpError {
         context: String,
         /// The SQLite error, rendered.
         message: String,
+        /// The SQLite error itself, when there is one;
+        /// [`std::error::Error::source`] returns it.
+        source: Option<Box<rusqlite::Error>>,
     },
 }
 
@@ -411,6 +417,7 @@ impl fmt::Display for McpError {
                 method,
                 status,
                 message,
+                ..
             } => {
                 write!(f, "MCP server '{server}': HTTP")?;
                 if let Some(s) = status {
@@ -473,7 +480,9 @@ impl fmt::Display for McpError {
                 "MCP server '{server}': the response stream of {method} ended before its response ({reason}); it was not sent again"
             ),
             McpError::Io { context, source } => write!(f, "{context}: {source}"),
-            McpError::Store { context, message } => write!(f, "store: {context}: {message}"),
+            McpError::Store {
+                context, message, ..
+            } => write!(f, "store: {context}: {message}"),
         }
     }
 }
@@ -490,6 +499,12 @@ impl std::error::Error for McpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             McpError::Spawn { source, .. } | McpError::Io { source, .. } => Some(source),
+            McpError::Http {
+                source: Some(s), ..
+            } => Some(s.as_ref()),
+            McpError::Store {
+                source: Some(s), ..
+            } => Some(s.as_ref()),
             _ => None,
         }
     }

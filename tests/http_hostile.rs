@@ -39,6 +39,7 @@ fn http_error(
             method,
             status: s,
             message,
+            ..
         }) => {
             assert!(!server.is_empty());
             assert_eq!(method.as_deref(), Some("tools/call"), "{message}");
@@ -391,6 +392,7 @@ fn wrong_content_type_bad_status_and_bad_json_are_typed() {
         method: Some("tools/call".into()),
         status: Some(500),
         message: "x".into(),
+        source: None,
     }
     .to_string();
     assert_eq!(shown, "MCP server 'h-types': HTTP 500 during tools/call: x");

@@ -627,6 +627,12 @@ fn open_errors_are_errors() {
     fs::write(&garbage, vec![0x5a; 8192]).unwrap();
     let e = Store::open(StoreConfig::new(&garbage, &tmp.0)).unwrap_err();
     assert!(matches!(e, McpError::Store { .. }), "{e:?}");
+    // The SQLite error is kept as the source, not only rendered.
+    let source = std::error::Error::source(&e).unwrap_or_else(|| panic!("no source: {e:?}"));
+    assert!(
+        source.downcast_ref::<rusqlite::Error>().is_some(),
+        "{source:?}"
+    );
     // The database's directory cannot be created: a file is in the way.
     let file = tmp.0.join("a-file");
     fs::write(&file, b"x").unwrap();

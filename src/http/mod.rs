@@ -390,17 +390,24 @@ impl Shared {
             method: method.map(str::to_owned),
             status,
             message,
+            source: None,
         }
     }
 
     /// An error for a request that got no HTTP response at all.
-    fn transport_err(&self, method: Option<&str>, verb: &str, e: &ureq::Error) -> McpError {
-        let message = if is_timeout(e) {
+    fn transport_err(&self, method: Option<&str>, verb: &str, e: ureq::Error) -> McpError {
+        let message = if is_timeout(&e) {
             format!("{verb} {} timed out ({e})", self.shown_url)
         } else {
             format!("{verb} {} failed: {e}", self.shown_url)
         };
-        self.http_err(method, None, message)
+        McpError::Http {
+            server: self.name.clone(),
+            method: method.map(str::to_owned),
+            status: None,
+            message,
+            source: Some(Box::new(e)),
+        }
     }
 
     /// An error for a response with an unexpected status.
@@ -716,7 +723,7 @@ impl Shared {
             .build();
         let resp = rb
             .send(&job.body[..])
-            .map_err(|e| Failure::Error(self.transport_err(method, "POST", &e)))?;
+            .map_err(|e| Failure::Error(self.transport_err(method, "POST", e)))?;
         let status = resp.status().as_u16();
         let modern = job.modern.is_some();
         if status == 404 && session.id.is_some() && !initialize && !modern {
@@ -1049,7 +1056,7 @@ impl Shared {
             .build();
         let resp = rb
             .send(&body[..])
-            .map_err(|e| self.transport_err(method, "POST", &e))?;
+            .map_err(|e| self.transport_err(method, "POST", e))?;
         let status = resp.status().as_u16();
         if (status == 401 || status == 403) && self.oauth.is_some() && retry_auth {
             if let Failure::Unauthorized {
@@ -1487,6 +1494,9 @@ mod tests {
                 // The first request is the era probe.
                 assert_eq!(method.as_deref(), Some("server/discover"));
                 assert_eq!(*status, None);
+                // The transport's own error is kept as the source.
+                let source = std::error::Error::source(&e).expect("a source");
+                assert!(source.downcast_ref::<ureq::Error>().is_some(), "{source:?}");
             }
             other => panic!("expected an HTTP error, got {other:?}"),
         }

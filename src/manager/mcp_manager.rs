@@ -698,6 +698,7 @@ impl Inner {
             return Err(McpError::Store {
                 context: "manager".into(),
                 message: "the manager is closed".into(),
+                source: None,
             });
         }
         Ok(())

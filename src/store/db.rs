@@ -21,6 +21,7 @@ pub(crate) fn sql_err(context: &'static str) -> impl FnOnce(rusqlite::Error) -> 
     move |e| McpError::Store {
         context: context.into(),
         message: e.to_string(),
+        source: Some(Box::new(e)),
     }
 }
 
@@ -28,6 +29,7 @@ fn store_err(context: &str, message: String) -> McpError {
     McpError::Store {
         context: context.into(),
         message,
+        source: None,
     }
 }
 

@@ -56,6 +56,7 @@ fn sql_err(context: &str) -> impl FnOnce(rusqlite::Error) -> McpError + '_ {
     move |e| McpError::Store {
         context: context.to_string(),
         message: e.to_string(),
+        source: Some(Box::new(e)),
     }
 }
 
@@ -82,6 +83,7 @@ pub(crate) fn current_version(conn: &Connection) -> Result<u32> {
     u32::try_from(v.unwrap_or(0)).map_err(|_| McpError::Store {
         context: ctx.into(),
         message: format!("invalid schema version {v:?}"),
+        source: None,
     })
 }
 
@@ -115,6 +117,7 @@ pub(crate) fn migrate_to(
                 "the database schema is at version {current}, newer than the \
                  latest this build of skald-mcp knows ({known}); use a newer build"
             ),
+            source: None,
         });
     }
     tx.execute_batch(VERSION_TABLE)

@@ -275,6 +275,7 @@ fn shut_down(context: &str) -> McpError {
     McpError::Store {
         context: context.into(),
         message: "the store is shut down".into(),
+        source: None,
     }
 }
 
@@ -571,6 +572,7 @@ impl StoreHandle {
                 return Err(McpError::Store {
                     context: "shutting down".into(),
                     message: "the store thread panicked".into(),
+                    source: None,
                 });
             }
         }
@@ -647,6 +649,7 @@ impl Store {
                 return Err(McpError::Store {
                     context: "opening the store".into(),
                     message: "the store thread panicked".into(),
+                    source: None,
                 });
             }
         }

@@ -122,6 +122,7 @@ fn store_err(context: &str, e: &McpError) -> McpError {
     McpError::Store {
         context: context.into(),
         message: e.to_string(),
+        source: None,
     }
 }
 
@@ -172,6 +173,7 @@ impl Worker {
         let store_err = |e: rusqlite::Error| McpError::Store {
             context: ctx_open.clone(),
             message: format!("{e}{hint}"),
+            source: Some(Box::new(e)),
         };
         let mut conn = Connection::open(path).map_err(store_err)?;
         // SQLite silently opens a write-protected file read-only; every
@@ -183,6 +185,7 @@ impl Worker {
             return Err(McpError::Store {
                 context: ctx_open.clone(),
                 message: "the database file is read-only (check its permissions)".into(),
+                source: None,
             });
         }
         conn.busy_timeout(config.busy_timeout).map_err(store_err)?;
@@ -508,6 +511,7 @@ impl Worker {
                 let _ = reply.send(Err(McpError::Store {
                     context: "shutting down".into(),
                     message: "internal error: shutdown routed as a command".into(),
+                    source: None,
                 }));
             }
         }
@@ -553,6 +557,7 @@ impl Worker {
                     let err = McpError::Store {
                         context: "persisting events".into(),
                         message: e.to_string(),
+                        source: None,
                     };
                     ::log::error!(
                         "store: {n} events NOT persisted ({waiters} of them with a waiting caller, \
