@@ -14,9 +14,11 @@ use super::{EventId, StoredEvent};
 /// The channel a command's result comes back on (capacity 1).
 pub(crate) type Reply<T> = Sender<Result<T>>;
 
-/// Which grant table a grant command addresses.
+/// Which grant table a grant command addresses (the manager's
+/// [`GrantScope`](crate::manager::GrantScope) says whose grants they are;
+/// this says where they are kept).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum GrantScope {
+pub(crate) enum GrantTable {
     /// `session_mcp_grants`, keyed by session id (root agents).
     Session,
     /// `stack_mcp_grants`, keyed by stack frame id (sub-agents).
@@ -96,24 +98,24 @@ pub(crate) enum Command {
         reply: Reply<usize>,
     },
     Grant {
-        scope: GrantScope,
+        scope: GrantTable,
         owner: String,
         group: String,
         reply: Reply<bool>,
     },
     Revoke {
-        scope: GrantScope,
+        scope: GrantTable,
         owner: String,
         group: String,
         reply: Reply<bool>,
     },
     Grants {
-        scope: GrantScope,
+        scope: GrantTable,
         owner: String,
         reply: Reply<Vec<String>>,
     },
     ClearGrants {
-        scope: GrantScope,
+        scope: GrantTable,
         owner: String,
         reply: Reply<usize>,
     },

@@ -12,7 +12,7 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::notification::McpNotification;
 
-use super::commands::GrantScope;
+use super::commands::GrantTable;
 use super::timestamp::{format_utc_millis, parse_utc, push_utc_millis, unix_millis};
 use super::{EventId, EventStatus, StoredEvent};
 
@@ -397,18 +397,18 @@ pub(crate) fn server_era(
         .map(|row| row.and_then(|(era, v)| era.map(|e| (e, v))))
 }
 
-impl GrantScope {
+impl GrantTable {
     fn table(self) -> &'static str {
         match self {
-            GrantScope::Session => "session_mcp_grants",
-            GrantScope::Stack => "stack_mcp_grants",
+            GrantTable::Session => "session_mcp_grants",
+            GrantTable::Stack => "stack_mcp_grants",
         }
     }
 
     fn key(self) -> &'static str {
         match self {
-            GrantScope::Session => "session_id",
-            GrantScope::Stack => "stack_id",
+            GrantTable::Session => "session_id",
+            GrantTable::Stack => "stack_id",
         }
     }
 }
@@ -416,7 +416,7 @@ impl GrantScope {
 /// Records a grant; true if it is new (granting twice is not an error).
 pub(crate) fn grant(
     conn: &Connection,
-    scope: GrantScope,
+    scope: GrantTable,
     owner: &str,
     group: &str,
     now: SystemTime,
@@ -436,7 +436,7 @@ pub(crate) fn grant(
 /// Removes one grant; true if it existed.
 pub(crate) fn revoke(
     conn: &Connection,
-    scope: GrantScope,
+    scope: GrantTable,
     owner: &str,
     group: &str,
 ) -> rusqlite::Result<bool> {
@@ -451,7 +451,7 @@ pub(crate) fn revoke(
 /// The groups granted to `owner`, sorted by name.
 pub(crate) fn grants(
     conn: &Connection,
-    scope: GrantScope,
+    scope: GrantTable,
     owner: &str,
 ) -> rusqlite::Result<Vec<String>> {
     let sql = format!(
@@ -467,7 +467,7 @@ pub(crate) fn grants(
 /// Removes every grant of `owner`; returns how many there were.
 pub(crate) fn clear_grants(
     conn: &Connection,
-    scope: GrantScope,
+    scope: GrantTable,
     owner: &str,
 ) -> rusqlite::Result<usize> {
     let sql = format!("DELETE FROM {} WHERE {} = ?1", scope.table(), scope.key());

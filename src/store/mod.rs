@@ -93,7 +93,7 @@ use crate::limits::{
 use crate::log::{McpLogLine, McpLogTx};
 use crate::notification::{McpNotification, McpNotificationTx};
 
-use commands::{Command, GrantScope, Reply};
+use commands::{Command, GrantTable, Reply};
 use worker::{Counters, Inbox, Worker};
 
 pub use logfile::{format_log_line, log_dir, log_file_path, sanitize_log_name};
@@ -466,7 +466,7 @@ impl StoreHandle {
         })
     }
 
-    fn grant_cmd(&self, scope: GrantScope, owner: &str, group: &str, revoke: bool) -> Result<bool> {
+    fn grant_cmd(&self, scope: GrantTable, owner: &str, group: &str, revoke: bool) -> Result<bool> {
         let (owner, group) = (owner.to_string(), group.to_string());
         if revoke {
             self.call("revoking a tool group", |reply| Command::Revoke {
@@ -485,7 +485,7 @@ impl StoreHandle {
         }
     }
 
-    fn grants_of(&self, scope: GrantScope, owner: &str) -> Result<Vec<String>> {
+    fn grants_of(&self, scope: GrantTable, owner: &str) -> Result<Vec<String>> {
         let owner = owner.to_string();
         self.call("reading grants", |reply| Command::Grants {
             scope,
@@ -494,7 +494,7 @@ impl StoreHandle {
         })
     }
 
-    fn clear(&self, scope: GrantScope, owner: &str) -> Result<usize> {
+    fn clear(&self, scope: GrantTable, owner: &str) -> Result<usize> {
         let owner = owner.to_string();
         self.call("deleting grants", |reply| Command::ClearGrants {
             scope,
@@ -506,43 +506,43 @@ impl StoreHandle {
     /// Grants a tool group (a server name or `config`) to a root agent's
     /// session; true if new (granting twice is not an error).
     pub fn grant_session(&self, session_id: &str, group: &str) -> Result<bool> {
-        self.grant_cmd(GrantScope::Session, session_id, group, false)
+        self.grant_cmd(GrantTable::Session, session_id, group, false)
     }
 
     /// Removes one session grant; true if it existed.
     pub fn revoke_session(&self, session_id: &str, group: &str) -> Result<bool> {
-        self.grant_cmd(GrantScope::Session, session_id, group, true)
+        self.grant_cmd(GrantTable::Session, session_id, group, true)
     }
 
     /// The groups granted to a session, sorted by name.
     pub fn session_grants(&self, session_id: &str) -> Result<Vec<String>> {
-        self.grants_of(GrantScope::Session, session_id)
+        self.grants_of(GrantTable::Session, session_id)
     }
 
     /// Removes every grant of a session; returns how many there were.
     pub fn delete_session_grants(&self, session_id: &str) -> Result<usize> {
-        self.clear(GrantScope::Session, session_id)
+        self.clear(GrantTable::Session, session_id)
     }
 
     /// Grants a tool group to a sub-agent's stack frame; true if new.
     pub fn grant_stack(&self, stack_id: &str, group: &str) -> Result<bool> {
-        self.grant_cmd(GrantScope::Stack, stack_id, group, false)
+        self.grant_cmd(GrantTable::Stack, stack_id, group, false)
     }
 
     /// Removes one stack grant; true if it existed.
     pub fn revoke_stack(&self, stack_id: &str, group: &str) -> Result<bool> {
-        self.grant_cmd(GrantScope::Stack, stack_id, group, true)
+        self.grant_cmd(GrantTable::Stack, stack_id, group, true)
     }
 
     /// The groups granted to a stack frame, sorted by name.
     pub fn stack_grants(&self, stack_id: &str) -> Result<Vec<String>> {
-        self.grants_of(GrantScope::Stack, stack_id)
+        self.grants_of(GrantTable::Stack, stack_id)
     }
 
     /// Removes every grant of a stack frame (when it terminates); returns
     /// how many there were.
     pub fn delete_stack_grants(&self, stack_id: &str) -> Result<usize> {
-        self.clear(GrantScope::Stack, stack_id)
+        self.clear(GrantTable::Stack, stack_id)
     }
 
     /// The store's counters. Read without a round trip to the store thread;

@@ -1,0 +1,330 @@
+//! The grants: the authorization-code flow with PKCE, client
+//! credentials, cross-app access (an ID token exchanged for an ID-JAG),
+//! the token request itself and refreshing.
+
+use super::*;
+
+impl OAuthClient {
+    pub(super) fn authorize(
+        &self,
+        challenge: &BearerChallenge,
+        previous_scope: Option<String>,
+    ) -> Result<()> {
+        let resource_meta = self.discover_resource(challenge)?;
+        let resource = match &resource_meta {
+            Some(rm) => {
+                let mine = url::canonical_resource(&self.server_url);
+                if let Some(r) = &rm.resource {
+                    let theirs = url::canonical_resource(r);
+                    if !(mine == theirs || mine.starts_with(&format!("{theirs}/"))) {
+                        return Err(self.err(format!(
+                            "the protected resource metadata names resource {r}, which is not this server ({mine})"
+                        )));
+                    }
+                }
+                rm.resource.clone().unwrap_or(mine)
+            }
+            None => url::canonical_resource(&self.server_url),
+        };
+        let meta = match &resource_meta {
+            Some(rm) => {
+                let mut found = None;
+                for issuer in &rm.authorization_servers {
+                    if let Some(m) = self.discover_auth_server(issuer)? {
+                        found = Some(m);
+                        break;
+                    }
+                }
+                found.ok_or_else(|| self.err("no authorization server metadata found"))?
+            }
+            None => self.legacy_auth_server()?,
+        };
+        let mut scope = self
+            .opts
+            .scope
+            .clone()
+            .or_else(|| challenge.scope.clone())
+            .or_else(|| {
+                resource_meta
+                    .as_ref()
+                    .filter(|r| !r.scopes_supported.is_empty())
+                    .map(|r| r.scopes_supported.join(" "))
+            });
+        if previous_scope.is_some() {
+            scope = union_scopes(previous_scope.as_deref(), scope.as_deref());
+        }
+        if self.opts.grant == Grant::AuthorizationCode
+            && meta.scopes_supported.iter().any(|s| s == "offline_access")
+            && (meta.grant_types_supported.is_empty()
+                || meta
+                    .grant_types_supported
+                    .iter()
+                    .any(|g| g == "refresh_token"))
+        {
+            scope = union_scopes(scope.as_deref(), Some("offline_access"));
+        }
+        let client = self.client_identity(&meta)?;
+        let tokens = match self.opts.grant {
+            Grant::CrossAppAccess => {
+                let jag = self.exchange_identity(&meta, &resource, scope.as_deref())?;
+                let mut form: Vec<(&str, &str)> =
+                    vec![("grant_type", JWT_BEARER_GRANT), ("assertion", &jag)];
+                if let Some(s) = &scope {
+                    form.push(("scope", s));
+                }
+                self.token_request(&meta, &client, form)?
+            }
+            Grant::ClientCredentials => {
+                let mut form: Vec<(&str, &str)> = vec![
+                    ("grant_type", "client_credentials"),
+                    ("resource", &resource),
+                ];
+                if let Some(s) = &scope {
+                    form.push(("scope", s));
+                }
+                self.token_request(&meta, &client, form)?
+            }
+            Grant::AuthorizationCode => {
+                if !meta.defaults {
+                    match &meta.code_challenge_methods_supported {
+                        Some(m) if m.iter().any(|x| x == "S256") => {}
+                        Some(_) => {
+                            return Err(
+                                self.err("the authorization server does not support PKCE S256")
+                            )
+                        }
+                        None => {
+                            return Err(self.err(
+                                "the authorization server metadata does not declare PKCE support",
+                            ))
+                        }
+                    }
+                }
+                let verifier =
+                    pkce::verifier().map_err(|e| self.err(format!("no randomness: {e}")))?;
+                let state =
+                    pkce::random_token(16).map_err(|e| self.err(format!("no randomness: {e}")))?;
+                let challenge = pkce::challenge(&verifier);
+                let mut q: Vec<(&str, &str)> = vec![
+                    ("response_type", "code"),
+                    ("client_id", &client.client_id),
+                    ("redirect_uri", &self.opts.redirect_uri),
+                    ("code_challenge", &challenge),
+                    ("code_challenge_method", "S256"),
+                    ("state", &state),
+                    ("resource", &resource),
+                ];
+                if let Some(s) = &scope {
+                    q.push(("scope", s));
+                }
+                let auth_url = url::with_query(&meta.authorization_endpoint, &q);
+                let redirected = self
+                    .opts
+                    .authorizer
+                    .authorize(&auth_url, &self.opts.redirect_uri)
+                    .map_err(|m| self.err(format!("authorization failed: {m}")))?;
+                let params = url::query_params(&redirected);
+                let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+                if let Some(e) = get("error") {
+                    return Err(self.err(format!("the authorization server refused: {e}")));
+                }
+                if get("state").as_deref() != Some(state.as_str()) {
+                    return Err(self
+                        .err("the redirect's state does not match the request's (possible CSRF)"));
+                }
+                let code = get("code").ok_or_else(|| self.err("the redirect carries no code"))?;
+                let form: Vec<(&str, &str)> = vec![
+                    ("grant_type", "authorization_code"),
+                    ("code", &code),
+                    ("redirect_uri", &self.opts.redirect_uri),
+                    ("code_verifier", &verifier),
+                    ("resource", &resource),
+                ];
+                self.token_request(&meta, &client, form)?
+            }
+        };
+        let stored = StoredAuth {
+            tokens: OAuthTokens {
+                scope: tokens.scope.clone().or(scope),
+                ..tokens
+            },
+            client: Some(client),
+        };
+        self.opts.token_store.save(&self.server, &stored);
+        self.state.lock().stored = Some(stored);
+        ::log::info!(target: "mcp_client", "[{}] authorized with OAuth", self.server);
+        Ok(())
+    }
+
+    /// Exchanges the user's ID token at the identity provider for an
+    /// identity assertion grant (ID-JAG) meant for `meta`'s authorization
+    /// server and `resource` (RFC 8693; SEP-990).
+    pub(super) fn exchange_identity(
+        &self,
+        meta: &AuthServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+    ) -> Result<String> {
+        let id = self
+            .opts
+            .identity
+            .as_ref()
+            .ok_or_else(|| self.err("cross-app access needs OAuthOptions::identity"))?;
+        let audience = meta.issuer.clone().ok_or_else(|| {
+            self.err("cross-app access needs the authorization server's issuer (from its metadata)")
+        })?;
+        let mut form: Vec<(&str, &str)> = vec![
+            ("grant_type", TOKEN_EXCHANGE_GRANT),
+            ("requested_token_type", ID_JAG_TOKEN_TYPE),
+            ("subject_token", &id.id_token),
+            ("subject_token_type", ID_TOKEN_TYPE),
+            ("audience", &audience),
+            ("resource", resource),
+        ];
+        if let Some(s) = scope {
+            form.push(("scope", s));
+        }
+        let mut rb = self
+            .agent
+            .post(&id.idp_token_endpoint)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Accept", "application/json");
+        match (&id.idp_client_id, &id.idp_client_secret) {
+            (Some(cid), Some(secret)) => rb = rb.header("Authorization", basic_auth(cid, secret)),
+            (Some(cid), None) => form.push(("client_id", cid)),
+            _ => {}
+        }
+        let v = self.json_answer(
+            rb.send(url::form(&form).as_bytes()),
+            "the identity provider's token exchange",
+            "the identity provider's token exchange",
+            "the identity provider answered the token exchange with",
+        )?;
+        if let Some(t) = v.get("issued_token_type").and_then(Value::as_str) {
+            if t != ID_JAG_TOKEN_TYPE {
+                return Err(self.err(format!(
+                    "the identity provider issued a {t}, not an identity assertion grant"
+                )));
+            }
+        }
+        v.get("access_token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| self.err("the token exchange response has no access_token"))
+    }
+
+    pub(super) fn token_request<'a>(
+        &self,
+        meta: &AuthServerMetadata,
+        client: &'a ClientRegistration,
+        form: Vec<(&'a str, &'a str)>,
+    ) -> Result<OAuthTokens> {
+        // Declared before the rebinding below, so it outlives the borrow.
+        let assertion: String;
+        let mut form: Vec<(&str, &str)> = form;
+        let mut rb = self
+            .agent
+            .post(&meta.token_endpoint)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Accept", "application/json");
+        if client.auth_method == TokenEndpointAuth::PrivateKeyJwt {
+            let pem = self
+                .opts
+                .client_assertion_key
+                .as_deref()
+                .ok_or_else(|| self.err("private_key_jwt needs client_assertion_key"))?;
+            let audience = meta.issuer.clone().unwrap_or_else(|| {
+                url::split(&meta.token_endpoint)
+                    .map(|(o, _)| o)
+                    .unwrap_or_default()
+            });
+            assertion =
+                client_assertion(pem, &client.client_id, &audience).map_err(|m| self.err(m))?;
+            form.push(("client_id", &client.client_id));
+            form.push((
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            ));
+            form.push(("client_assertion", &assertion));
+        }
+        match (client.auth_method, &client.client_secret) {
+            (TokenEndpointAuth::PrivateKeyJwt, _) => {}
+            (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
+                rb = rb.header("Authorization", basic_auth(&client.client_id, secret));
+            }
+            (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
+                form.push(("client_id", &client.client_id));
+                form.push(("client_secret", secret));
+            }
+            _ => form.push(("client_id", &client.client_id)),
+        }
+        let v = self.json_answer(
+            rb.send(url::form(&form).as_bytes()),
+            "token request",
+            "token response",
+            "the token endpoint answered",
+        )?;
+        let access_token = v
+            .get("access_token")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("the token response has no access_token"))?
+            .to_owned();
+        if let Some(t) = v.get("token_type").and_then(Value::as_str) {
+            if !t.eq_ignore_ascii_case("bearer") {
+                return Err(self.err(format!("unsupported token_type {t:?}")));
+            }
+        }
+        Ok(OAuthTokens {
+            access_token,
+            refresh_token: crate::json::opt_str(&v, "refresh_token"),
+            expires_at: v
+                .get("expires_in")
+                .and_then(Value::as_u64)
+                .map(|s| SystemTime::now() + Duration::from_secs(s)),
+            scope: crate::json::opt_str(&v, "scope"),
+        })
+    }
+
+    pub(super) fn refresh(&self, stored: &StoredAuth) -> Result<OAuthTokens> {
+        let refresh = stored
+            .tokens
+            .refresh_token
+            .as_deref()
+            .ok_or_else(|| self.err("no refresh token"))?;
+        let client = stored
+            .client
+            .clone()
+            .ok_or_else(|| self.err("no client for the refresh"))?;
+        let resource_meta = self.discover_resource(&BearerChallenge::default())?;
+        let meta = match &resource_meta {
+            Some(rm) => rm
+                .authorization_servers
+                .iter()
+                .find_map(|i| self.discover_auth_server(i).ok().flatten())
+                .ok_or_else(|| self.err("no authorization server metadata found"))?,
+            None => self.legacy_auth_server()?,
+        };
+        let resource = url::canonical_resource(&self.server_url);
+        let form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh),
+            ("resource", resource.as_str()),
+        ];
+        let mut tokens = self.token_request(&meta, &client, form)?;
+        if tokens.refresh_token.is_none() {
+            tokens.refresh_token = stored.tokens.refresh_token.clone();
+        }
+        if tokens.scope.is_none() {
+            tokens.scope = stored.tokens.scope.clone();
+        }
+        let new = StoredAuth {
+            tokens: tokens.clone(),
+            client: Some(client),
+        };
+        self.opts.token_store.save(&self.server, &new);
+        self.state.lock().stored = Some(new);
+        ::log::info!(target: "mcp_client", "[{}] OAuth token refreshed", self.server);
+        Ok(tokens)
+    }
+}
