@@ -177,20 +177,42 @@ pub enum GrantScope {
     Stack(String),
 }
 
+/// What the manager knows of one server. The states overlap (a crashed
+/// server keeps its dead client while it is restarted; a failed start keeps
+/// its error while the next is scheduled), so they are fields of one slot
+/// changed under one lock, not separate maps that could disagree.
+#[derive(Default)]
+struct Slot {
+    /// The connected client (dead after a crash, until replaced).
+    client: Option<Arc<dyn McpServerClient>>,
+    /// A client still in its handshake, so `close()` can abort it.
+    connecting: Option<Arc<dyn McpServerClient>>,
+    /// Why the last start failed.
+    error: Option<String>,
+    /// A start is scheduled or running.
+    starting: bool,
+    /// A restart after a crash runs.
+    restarting: bool,
+}
+
+impl Slot {
+    fn is_empty(&self) -> bool {
+        self.client.is_none()
+            && self.connecting.is_none()
+            && self.error.is_none()
+            && !self.starting
+            && !self.restarting
+    }
+}
+
 struct Inner {
     store: Mutex<Option<Store>>,
     handle: StoreHandle,
     config: ManagerConfig,
     media: MediaStore,
-    servers: RwLock<HashMap<String, Arc<dyn McpServerClient>>>,
-    /// Clients still in their handshake, so `close()` can abort them.
-    connecting: Mutex<HashMap<String, Arc<dyn McpServerClient>>>,
-    errors: RwLock<HashMap<String, String>>,
-    /// Servers whose start is scheduled or running.
-    starting: Mutex<HashSet<String>>,
+    /// Everything the manager knows of each server, behind one lock.
+    slots: RwLock<HashMap<String, Slot>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Servers being restarted after a crash.
-    restarting: Mutex<HashSet<String>>,
     /// Restart threads, joined at close.
     restart_threads: Mutex<Vec<JoinHandle<()>>>,
     /// Crashes reported by connections (when restart is on).
@@ -226,7 +248,14 @@ impl std::fmt::Debug for McpManager {
             .field("db", &self.inner.config.db_path)
             .field(
                 "servers",
-                &self.inner.servers.read().keys().collect::<Vec<_>>(),
+                &self
+                    .inner
+                    .slots
+                    .read()
+                    .iter()
+                    .filter(|(_, s)| s.client.is_some())
+                    .map(|(k, _)| k)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -245,7 +274,6 @@ impl McpManager {
         let (disconnect_tx, disconnect_rx) = crossbeam_channel::unbounded::<Disconnect>();
         let restart_on = config.restart.enabled;
         let inner = Arc::new(Inner {
-            restarting: Mutex::new(HashSet::new()),
             restart_threads: Mutex::new(Vec::new()),
             disconnect_tx: restart_on.then_some(disconnect_tx),
             shutdown_tx: Mutex::new(Some(shutdown_tx)),
@@ -255,10 +283,7 @@ impl McpManager {
             handle,
             config,
             media,
-            servers: RwLock::new(HashMap::new()),
-            connecting: Mutex::new(HashMap::new()),
-            errors: RwLock::new(HashMap::new()),
-            starting: Mutex::new(HashSet::new()),
+            slots: RwLock::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         });
@@ -369,7 +394,7 @@ impl McpManager {
         self.inner.check_open()?;
         let existed = self.inner.handle.delete_server(name)?;
         let was_running = self.inner.stop_one(name);
-        self.inner.errors.write().remove(name);
+        self.inner.with_slot(name, |s| s.error = None);
         if existed || was_running {
             self.inner.lifecycle(name, "unregistered");
         }
@@ -395,7 +420,7 @@ impl McpManager {
                 message: "no such server".into(),
             })?;
         self.inner.stop_one(name);
-        self.inner.errors.write().remove(name);
+        self.inner.with_slot(name, |s| s.error = None);
         if cfg.enabled {
             self.inner.start_one(&cfg).map(|_| ())
         } else {
@@ -407,22 +432,21 @@ impl McpManager {
     /// Every configured server with its state.
     pub fn list(&self) -> Result<Vec<McpServerInfo>> {
         let rows = self.inner.handle.list_servers()?;
-        let servers = self.inner.servers.read();
-        let errors = self.inner.errors.read();
-        let connecting = self.inner.starting.lock();
+        let slots = self.inner.slots.read();
         Ok(rows
             .into_iter()
             .map(|c| {
-                let live = servers.get(&c.name);
+                let slot = slots.get(&c.name);
+                let live = slot.and_then(|s| s.client.as_ref());
                 let status = if let Some(s) = live {
                     if s.is_connected() {
                         ServerStatus::Connected
                     } else {
                         ServerStatus::Failed("disconnected".into())
                     }
-                } else if connecting.contains(&c.name) {
+                } else if slot.is_some_and(|s| s.starting) {
                     ServerStatus::Starting
-                } else if let Some(e) = errors.get(&c.name) {
+                } else if let Some(e) = slot.and_then(|s| s.error.as_ref()) {
                     ServerStatus::Failed(e.clone())
                 } else if !c.enabled {
                     ServerStatus::Disabled
@@ -455,12 +479,21 @@ impl McpManager {
 
     /// Start failures by server name.
     pub fn errors(&self) -> HashMap<String, String> {
-        self.inner.errors.read().clone()
+        self.inner
+            .slots
+            .read()
+            .iter()
+            .filter_map(|(k, s)| s.error.clone().map(|e| (k.clone(), e)))
+            .collect()
     }
 
     /// The connected client of `server`, for anything beyond tools.
     pub fn client(&self, server: &str) -> Option<Arc<dyn McpServerClient>> {
-        self.inner.servers.read().get(server).cloned()
+        self.inner
+            .slots
+            .read()
+            .get(server)
+            .and_then(|s| s.client.clone())
     }
 
     /// Calls `mcp__<server>__<tool>` with the default options.
@@ -489,11 +522,11 @@ impl McpManager {
     pub fn tools_for(&self, grants: &Grants) -> Vec<Value> {
         let mut servers: Vec<(String, Arc<dyn McpServerClient>)> = self
             .inner
-            .servers
+            .slots
             .read()
             .iter()
             .filter(|(n, _)| grants.contains(*n))
-            .map(|(n, c)| (n.clone(), Arc::clone(c)))
+            .filter_map(|(n, s)| s.client.as_ref().map(|c| (n.clone(), Arc::clone(c))))
             .collect();
         servers.sort_by(|a, b| a.0.cmp(&b.0));
         let mut out = Vec::new();
@@ -508,10 +541,10 @@ impl McpManager {
     /// The "Available / Active" block for the system prompt.
     pub fn render_mcp_list(&self, grants: &Grants) -> Result<String> {
         let rows = self.inner.handle.list_servers()?;
-        let servers = self.inner.servers.read();
+        let slots = self.inner.slots.read();
         let listing: Vec<ServerListing> = rows
             .into_iter()
-            .filter(|c| servers.contains_key(&c.name))
+            .filter(|c| slots.get(&c.name).is_some_and(|s| s.client.is_some()))
             .map(|c| ServerListing {
                 name: c.name,
                 description: c.description,
@@ -716,7 +749,19 @@ impl Inner {
     /// Marks a server as starting before its thread runs, so `list()`
     /// shows it as such from the moment `open` returns.
     fn connecting_placeholder(&self, name: &str) {
-        self.starting.lock().insert(name.to_owned());
+        self.with_slot(name, |s| s.starting = true);
+    }
+
+    /// Changes the slot of `name` under the one lock (created when missing,
+    /// dropped when it holds nothing any more). `f` must not block.
+    fn with_slot<R>(&self, name: &str, f: impl FnOnce(&mut Slot) -> R) -> R {
+        let mut g = self.slots.write();
+        let slot = g.entry(name.to_owned()).or_default();
+        let r = f(slot);
+        if slot.is_empty() {
+            g.remove(name);
+        }
+        r
     }
 
     fn options(&self) -> ClientOptions {
@@ -733,8 +778,16 @@ impl Inner {
             select! {
                 recv(rx) -> d => {
                     let Ok(d) = d else { return };
-                    let dead = self.servers.read().get(&d.server).is_some_and(|c| !c.is_connected());
-                    if !dead || !self.restarting.lock().insert(d.server.clone()) {
+                    let dead = self
+                        .slots
+                        .read()
+                        .get(&d.server)
+                        .and_then(|s| s.client.as_ref())
+                        .is_some_and(|c| !c.is_connected());
+                    // Only one restart per server at a time.
+                    if !dead
+                        || self.with_slot(&d.server, |s| std::mem::replace(&mut s.restarting, true))
+                    {
                         continue;
                     }
                     let inner = Arc::clone(&self);
@@ -747,7 +800,7 @@ impl Inner {
                             threads.push(h);
                         }
                         Err(_) => {
-                            self.restarting.lock().remove(&name);
+                            self.with_slot(&name, |s| s.restarting = false);
                         }
                     }
                 }
@@ -792,40 +845,31 @@ impl Inner {
         if !restarted && !self.closed.load(Ordering::Acquire) {
             self.lifecycle(name, "restart gave up");
         }
-        self.restarting.lock().remove(name);
+        self.with_slot(name, |s| s.restarting = false);
     }
 
     fn live_client(&self, server: &str) -> Result<Arc<dyn McpServerClient>> {
-        if let Some(c) = self.servers.read().get(server) {
-            if c.is_connected() && !self.restarting.lock().contains(server) {
-                return Ok(Arc::clone(c));
+        let dead = |reason: String| McpError::Disconnected {
+            server: server.to_owned(),
+            method: Some("tools/call".into()),
+            reason,
+        };
+        if let Some(slot) = self.slots.read().get(server) {
+            if let Some(c) = &slot.client {
+                if c.is_connected() && !slot.restarting {
+                    return Ok(Arc::clone(c));
+                }
+                return Err(dead("the server's connection is dead; restart it".into()));
             }
-            return Err(McpError::Disconnected {
-                server: server.to_owned(),
-                method: Some("tools/call".into()),
-                reason: "the server's connection is dead; restart it".into(),
-            });
-        }
-        if self.restarting.lock().contains(server) {
-            return Err(McpError::Disconnected {
-                server: server.to_owned(),
-                method: Some("tools/call".into()),
-                reason: "the server crashed and is being restarted".into(),
-            });
-        }
-        if self.starting.lock().contains(server) {
-            return Err(McpError::Disconnected {
-                server: server.to_owned(),
-                method: Some("tools/call".into()),
-                reason: "the server is still starting".into(),
-            });
-        }
-        if let Some(e) = self.errors.read().get(server) {
-            return Err(McpError::Disconnected {
-                server: server.to_owned(),
-                method: Some("tools/call".into()),
-                reason: format!("the server failed to start: {e}"),
-            });
+            if slot.restarting {
+                return Err(dead("the server crashed and is being restarted".into()));
+            }
+            if slot.starting {
+                return Err(dead("the server is still starting".into()));
+            }
+            if let Some(e) = &slot.error {
+                return Err(dead(format!("the server failed to start: {e}")));
+            }
         }
         Err(McpError::InvalidInput {
             server: server.to_owned(),
@@ -838,10 +882,10 @@ impl Inner {
         struct Started<'a>(&'a Inner, &'a str);
         impl Drop for Started<'_> {
             fn drop(&mut self) {
-                self.0.starting.lock().remove(self.1);
+                self.0.with_slot(self.1, |s| s.starting = false);
             }
         }
-        self.starting.lock().insert(cfg.name.clone());
+        self.with_slot(&cfg.name, |s| s.starting = true);
         let _started = Started(self, &cfg.name);
         if self.closed.load(Ordering::Acquire) {
             return Err(McpError::Disconnected {
@@ -865,18 +909,16 @@ impl Inner {
         let client = match made {
             Ok(c) => c,
             Err(e) => {
-                self.errors.write().insert(cfg.name.clone(), e.to_string());
+                self.with_slot(&cfg.name, |s| s.error = Some(e.to_string()));
                 self.lifecycle(&cfg.name, format!("failed to start: {e}"));
                 return Err(e);
             }
         };
-        self.connecting
-            .lock()
-            .insert(cfg.name.clone(), Arc::clone(&client));
+        self.with_slot(&cfg.name, |s| s.connecting = Some(Arc::clone(&client)));
         let outcome = client
             .initialize()
             .and_then(|info| client.list_tools().map(|t| (info, t.len())));
-        self.connecting.lock().remove(&cfg.name);
+        self.with_slot(&cfg.name, |s| s.connecting = None);
         match outcome {
             Ok((info, n)) if !self.closed.load(Ordering::Acquire) => {
                 self.lifecycle(
@@ -895,8 +937,10 @@ impl Inner {
                 {
                     ::log::warn!(target: "mcp_client", "[{}] could not record the protocol era: {e}", cfg.name);
                 }
-                self.errors.write().remove(&cfg.name);
-                let old = self.servers.write().insert(cfg.name.clone(), client);
+                let old = self.with_slot(&cfg.name, |s| {
+                    s.error = None;
+                    s.client.replace(client)
+                });
                 if let Some(old) = old {
                     let _ = old.close();
                 }
@@ -912,7 +956,7 @@ impl Inner {
             }
             Err(e) => {
                 let _ = client.close();
-                self.errors.write().insert(cfg.name.clone(), e.to_string());
+                self.with_slot(&cfg.name, |s| s.error = Some(e.to_string()));
                 self.lifecycle(&cfg.name, format!("failed to start: {e}"));
                 Err(e)
             }
@@ -921,7 +965,7 @@ impl Inner {
 
     /// Disconnects a server if it runs; returns whether it did.
     fn stop_one(&self, name: &str) -> bool {
-        let client = self.servers.write().remove(name);
+        let client = self.with_slot(name, |s| s.client.take());
         match client {
             Some(c) => {
                 let _ = c.close();
@@ -937,7 +981,12 @@ impl Inner {
             return Ok(());
         }
         // Abort handshakes in progress, then wait for the startup threads.
-        let connecting: Vec<_> = self.connecting.lock().values().cloned().collect();
+        let connecting: Vec<_> = self
+            .slots
+            .read()
+            .values()
+            .filter_map(|s| s.connecting.clone())
+            .collect();
         for c in connecting {
             let _ = c.close();
         }
@@ -949,8 +998,12 @@ impl Inner {
         for t in threads {
             let _ = t.join();
         }
-        let servers: Vec<(String, Arc<dyn McpServerClient>)> =
-            self.servers.write().drain().collect();
+        let servers: Vec<(String, Arc<dyn McpServerClient>)> = self
+            .slots
+            .write()
+            .drain()
+            .filter_map(|(k, s)| s.client.map(|c| (k, c)))
+            .collect();
         std::thread::scope(|scope| {
             for (name, c) in &servers {
                 let name = name.clone();
