@@ -18,6 +18,12 @@ Usage:
   --drop-get-after N  drop the listening stream (without ending it) after N message events; the
                       client must reopen it with Last-Event-ID
   --no-session        never assign an Mcp-Session-Id
+  --modern            also speak MCP 2026-07-28: server/discover is answered, and a request
+                      carrying _meta["io.modelcontextprotocol/protocolVersion"] needs no
+                      session (without this flag server/discover gets the 400 of a request
+                      without a session, as from a legacy server)
+  --drop-first-list   (with --modern) the first tools/list is answered with an SSE stream that
+                      is dropped before its response; later ones are answered normally
 
 Once it listens it prints exactly one line `READY <port>` to stdout.
 
@@ -286,6 +292,26 @@ class Handler(BaseHTTPRequestHandler):
         if busy:
             self.send_busy(busy["status"], busy.get("retry_after"))
             return
+        params = msg.get("params") if isinstance(msg, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        modern = ARGS.modern and isinstance(meta, dict) and \
+            "io.modelcontextprotocol/protocolVersion" in meta
+        if modern and method == "server/discover":
+            self.send_json({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
+                "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "hostile-http", "version": "1.0"}},
+                "ttlMs": 0, "cacheScope": "public"}})
+            return
+        if modern and method == "tools/list" and ARGS.drop_first_list:
+            with LOCK:
+                n = STATE.get("lists", 0)
+                STATE["lists"] = n + 1
+            if n == 0:
+                self.start_sse()
+                self.chunk(b": the response comes never\n\n")
+                self.drop()
+                return
         if method == "initialize":
             sid = None if ARGS.no_session else uuid.uuid4().hex
             if sid:
@@ -299,7 +325,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json({"jsonrpc": "2.0", "id": msg["id"], "result": result},
                            headers={"Mcp-Session-Id": sid} if sid else None)
             return
-        problem = self.session_problem(is_request="id" in msg and method is not None)
+        problem = None if modern else self.session_problem(is_request="id" in msg and method is not None)
         if problem:
             self.refuse(*problem)
             return
@@ -464,6 +490,8 @@ def main():
     ap.add_argument("--get", choices=["stream", "405", "400", "404"], default="stream")
     ap.add_argument("--drop-get-after", type=int, default=0)
     ap.add_argument("--no-session", action="store_true")
+    ap.add_argument("--modern", action="store_true")
+    ap.add_argument("--drop-first-list", action="store_true")
     ARGS = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True

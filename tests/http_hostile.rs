@@ -661,3 +661,45 @@ fn tasks_are_polled_over_http() {
     assert_eq!(server.posts_of("tasks/result").len(), 1);
     c.close().unwrap();
 }
+
+/// The same server speaking MCP 2026-07-28 too (`--modern`): a dual-era
+/// client picks it, sends no session, and follows the broken-stream rule.
+/// A repeatable request (`tools/list`) whose stream breaks before its
+/// response is sent again once, with a new id; a `tools/call` never is.
+#[test]
+fn broken_modern_streams_repeat_only_what_is_safe() {
+    let server = Server::hostile(&["--modern", "--drop-first-list"]);
+    let (opts, _notes, logs) = wired_options();
+    let c = connect(&server, "h-modern", opts);
+    assert_eq!(c.initialize().unwrap().era, skald_mcp::Era::Modern);
+    assert_eq!(c.session_id(), None);
+    // The first tools/list stream was dropped: the list still arrives.
+    let tools = c.list_tools().unwrap();
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    let lists = server.posts_of("tools/list");
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    assert_ne!(lists[0]["body"]["id"], lists[1]["body"]["id"]);
+    wait_log(&logs, "sending it again with a new id");
+    // A dropped tools/call is a typed error, and was posted once.
+    let e = c.call_tool("drop_unresumable", json!({})).unwrap_err();
+    assert!(
+        matches!(&e, McpError::StreamEnded { method, .. } if method == "tools/call"),
+        "{e:?}"
+    );
+    let calls: Vec<Value> = server
+        .posts_of("tools/call")
+        .into_iter()
+        .filter(|r| r["body"]["params"]["name"] == "drop_unresumable")
+        .collect();
+    assert_eq!(calls.len(), 1, "tools/call was repeated: {calls:?}");
+    // Modern requests carry no session and the standard headers.
+    assert_eq!(header(&calls[0], "mcp-session-id"), None);
+    assert_eq!(header(&calls[0], "mcp-method"), Some("tools/call"));
+    assert_eq!(header(&calls[0], "mcp-name"), Some("drop_unresumable"));
+    assert_eq!(
+        header(&calls[0], "mcp-protocol-version"),
+        Some("2026-07-28")
+    );
+    assert!(server.posts_of("initialize").is_empty());
+    c.close().unwrap();
+}
