@@ -383,16 +383,21 @@ def tool_confirm(args, ctx):
         raise RpcError(INVALID_PARAMS, "confirm needs the 2026-07-28 era")
     responses = ctx.params.get("inputResponses")
     if not isinstance(responses, dict) or "c" not in responses:
-        return {"resultType": "input_required",
-                "inputRequests": {"c": {"method": "elicitation/create", "params": {
-                    "mode": "form", "message": "Proceed?",
-                    "requestedSchema": {"type": "object",
-                                        "properties": {"ok": {"type": "boolean"}}}}}},
+        requests = {"c": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Proceed?",
+            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}}
+        if args.get("with_roots"):
+            requests["r"] = {"method": "roots/list", "params": {}}
+        return {"resultType": "input_required", "inputRequests": requests,
                 "requestState": "state-1"}
     if ctx.params.get("requestState") != "state-1":
         raise RpcError(INVALID_PARAMS, "requestState was not echoed")
     answer = responses["c"]
-    return text_result(f"confirmed: {answer.get('action')} {json.dumps(answer.get('content'))}")
+    text = f"confirmed: {answer.get('action')} {json.dumps(answer.get('content'))}"
+    if args.get("with_roots"):
+        roots = (responses.get("r") or {}).get("roots") or []
+        text += " roots: " + ",".join(r.get("uri", "?") for r in roots)
+    return text_result(text)
 
 
 def tool_register_tool(args, ctx):
@@ -489,8 +494,9 @@ TOOLS = [
       "inputSchema": _schema({"name": {"type": "string"}}, ["name"])}, tool_register_tool),
     ({"name": "modern_error", "description": "Answer with a 2026-07-28 JSON-RPC error (code).",
       "inputSchema": _schema({"code": {"type": "integer"}}, ["code"])}, tool_modern_error),
-    ({"name": "confirm", "description": "2026-07-28 only: ask for a confirmation (multi round-trip).",
-      "inputSchema": _schema()}, tool_confirm),
+    ({"name": "confirm", "description": "2026-07-28 only: ask for a confirmation (multi round-trip); "
+                                         "with_roots: ask for the roots in the same round.",
+      "inputSchema": _schema({"with_roots": {"type": "boolean"}})}, tool_confirm),
 ]
 TOOL_FNS = {t["name"]: fn for t, fn in TOOLS}
 TOOL_DEFS = [t for t, _ in TOOLS]

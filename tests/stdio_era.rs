@@ -486,3 +486,47 @@ fn a_wrong_era_hint_is_probed_again() {
     let s = connect(&demo_in("legacy", &[]), opts).unwrap();
     assert_eq!(s.initialize().unwrap().era, Era::Legacy);
 }
+
+/// Several input requests in one round are answered together (each by its
+/// handler, in parallel); a call cancelled while a handler ran is not sent
+/// again.
+#[test]
+fn input_rounds_answer_every_request_and_honour_cancellation() {
+    let opts = test_options()
+        .elicitation_handler(|_: &ElicitationRequest| {
+            let mut m = serde_json::Map::new();
+            m.insert("ok".into(), json!(true));
+            ElicitationResponse::Accept(m)
+        })
+        .roots_provider(vec![skald_mcp::Root::new("file:///w", "w")]);
+    let s = connect(&demo_in("modern", &[]), opts).unwrap();
+    assert_eq!(
+        text(s.call_tool("confirm", json!({"with_roots": true})).unwrap()),
+        r#"confirmed: accept {"ok": true} roots: file:///w"#
+    );
+
+    let token = CancelToken::new();
+    let t = token.clone();
+    let opts = test_options().elicitation_handler(move |_: &ElicitationRequest| {
+        // The user gives up while the question is on screen.
+        t.cancel_with("changed my mind");
+        ElicitationResponse::Decline
+    });
+    let s = connect(&demo_in("modern", &[]), opts).unwrap();
+    let e = s
+        .call_tool_with(
+            "confirm",
+            json!({}),
+            &CallOptions::new().cancel_token(token),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, McpError::Cancelled { reason, .. } if reason == "changed my mind"),
+        "{e:?}"
+    );
+    let rounds = received(&s)
+        .iter()
+        .filter(|m| m["method"] == "tools/call" && m["params"]["name"] == "confirm")
+        .count();
+    assert_eq!(rounds, 1, "the cancelled call was sent again");
+}

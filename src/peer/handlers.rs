@@ -52,6 +52,15 @@ impl InputKind {
         }
     }
 
+    /// The method that asks for it.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            InputKind::Elicitation => "elicitation/create",
+            InputKind::Sampling => "sampling/createMessage",
+            InputKind::Roots => "roots/list",
+        }
+    }
+
     /// The tag of the threads that answer it (`mcp-<name>-<tag>`).
     fn tag(self) -> &'static str {
         match self {

@@ -549,6 +549,14 @@ impl Peer {
                     // id) with the answers and the server's state.
                     rounds += 1;
                     params = Some(self.next_round(method, params, &v)?);
+                    // The caller may have given up while the handlers ran.
+                    if let Some(reason) = opts.cancel.as_ref().and_then(CancelToken::reason) {
+                        return Err(McpError::Cancelled {
+                            server: self.name.clone(),
+                            method: method.to_owned(),
+                            reason,
+                        });
+                    }
                 }
                 Ok(v) => {
                     // A result reached through input rounds depends on the

@@ -39,41 +39,86 @@ impl Peer {
         Ok(Value::Object(p))
     }
 
-    /// Runs the handler of every input request of `result`.
+    /// Runs the handler of every input request of `result`: all kinds are
+    /// checked first (a kind without a handler fails the call at once,
+    /// before anyone is asked anything), then the handlers run in parallel,
+    /// each on a thread of its own and within its own deadline, as they do
+    /// for a legacy server's requests.
     fn input_responses(&self, method: &str, result: &Value) -> Result<Map<String, Value>> {
         let mut out = Map::new();
         let Some(requests) = result.get("inputRequests").and_then(Value::as_object) else {
             return Ok(out);
         };
+        let mut jobs = Vec::with_capacity(requests.len());
         for (key, request) in requests {
             let kind = request.get("method").and_then(Value::as_str).unwrap_or("");
-            let params = request.get("params").cloned().unwrap_or(Value::Null);
-            let missing = || McpError::InputRequired {
-                server: self.name.clone(),
-                method: method.to_owned(),
-                requests: vec![kind.to_owned()],
-            };
-            let answer = match InputKind::of(kind).filter(|k| self.handles(*k)) {
-                Some(k) => {
-                    if k == InputKind::Elicitation {
-                        self.lifecycle(format!(
-                            "{method}: the server asks for input (elicitation)"
-                        ));
-                    }
-                    self.answer_input(k, &params)
-                }
+            match InputKind::of(kind).filter(|k| self.handles(*k)) {
+                Some(k) => jobs.push((key, k, request.get("params").unwrap_or(&Value::Null))),
                 // No handler: the capability was never declared, so the
                 // server should not have asked; fail the call, never hang.
-                None => return Err(missing()),
+                None => {
+                    return Err(McpError::InputRequired {
+                        server: self.name.clone(),
+                        method: method.to_owned(),
+                        requests: vec![kind.to_owned()],
+                    })
+                }
+            }
+        }
+        if jobs.iter().any(|(_, k, _)| *k == InputKind::Elicitation) {
+            self.lifecycle(format!("{method}: the server asks for input (elicitation)"));
+        }
+        let answers: Vec<(String, InputKind, std::result::Result<Value, (i64, String)>)> =
+            if jobs.len() == 1 {
+                let (key, k, params) = jobs[0];
+                vec![(key.clone(), k, self.answer_input(k, params))]
+            } else {
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = jobs
+                        .iter()
+                        .map(|(key, k, params)| {
+                            let (key, k, params) = ((*key).clone(), *k, *params);
+                            let spawned = crate::threads::spawn_scoped(
+                                scope,
+                                format!("mcp-{}-input", self.name),
+                                crate::limits::DEFAULT_THREAD_STACK,
+                                move || self.answer_input(k, params),
+                            );
+                            (key, k, spawned)
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|(key, k, h)| {
+                            let answer = match h {
+                                Ok(h) => h.join().unwrap_or_else(|_| {
+                                    Err((
+                                        crate::jsonrpc::codes::INTERNAL_ERROR,
+                                        "the handler panicked".into(),
+                                    ))
+                                }),
+                                Err(e) => Err((
+                                    crate::jsonrpc::codes::INTERNAL_ERROR,
+                                    format!("cannot start a thread: {e}"),
+                                )),
+                            };
+                            (key, k, answer)
+                        })
+                        .collect()
+                })
             };
+        for (key, k, answer) in answers {
             match answer {
                 Ok(v) => {
-                    out.insert(key.clone(), v);
+                    out.insert(key, v);
                 }
                 Err((_, message)) => {
                     return Err(McpError::InvalidInput {
                         server: self.name.clone(),
-                        message: format!("{method}: no answer to the server's {kind}: {message}"),
+                        message: format!(
+                            "{method}: no answer to the server's {}: {message}",
+                            k.method()
+                        ),
                     })
                 }
             }
