@@ -13,6 +13,9 @@ use super::handlers::InputKind;
 use super::Peer;
 use crate::error::{McpError, Result};
 
+/// One input request answered: its key, its kind, the handler's result.
+type Answered = (String, InputKind, std::result::Result<Value, (i64, String)>);
+
 impl Peer {
     /// The params of the next round of `method`: the original `params`
     /// (without an earlier round's answers) plus the answers to the input
@@ -68,45 +71,44 @@ impl Peer {
         if jobs.iter().any(|(_, k, _)| *k == InputKind::Elicitation) {
             self.lifecycle(format!("{method}: the server asks for input (elicitation)"));
         }
-        let answers: Vec<(String, InputKind, std::result::Result<Value, (i64, String)>)> =
-            if jobs.len() == 1 {
-                let (key, k, params) = jobs[0];
-                vec![(key.clone(), k, self.answer_input(k, params))]
-            } else {
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> = jobs
-                        .iter()
-                        .map(|(key, k, params)| {
-                            let (key, k, params) = ((*key).clone(), *k, *params);
-                            let spawned = crate::threads::spawn_scoped(
-                                scope,
-                                format!("mcp-{}-input", self.name),
-                                crate::limits::DEFAULT_THREAD_STACK,
-                                move || self.answer_input(k, params),
-                            );
-                            (key, k, spawned)
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|(key, k, h)| {
-                            let answer = match h {
-                                Ok(h) => h.join().unwrap_or_else(|_| {
-                                    Err((
-                                        crate::jsonrpc::codes::INTERNAL_ERROR,
-                                        "the handler panicked".into(),
-                                    ))
-                                }),
-                                Err(e) => Err((
+        let answers: Vec<Answered> = if jobs.len() == 1 {
+            let (key, k, params) = jobs[0];
+            vec![(key.clone(), k, self.answer_input(k, params))]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = jobs
+                    .iter()
+                    .map(|(key, k, params)| {
+                        let (key, k, params) = ((*key).clone(), *k, *params);
+                        let spawned = crate::threads::spawn_scoped(
+                            scope,
+                            format!("mcp-{}-input", self.name),
+                            crate::limits::DEFAULT_THREAD_STACK,
+                            move || self.answer_input(k, params),
+                        );
+                        (key, k, spawned)
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|(key, k, h)| {
+                        let answer = match h {
+                            Ok(h) => h.join().unwrap_or_else(|_| {
+                                Err((
                                     crate::jsonrpc::codes::INTERNAL_ERROR,
-                                    format!("cannot start a thread: {e}"),
-                                )),
-                            };
-                            (key, k, answer)
-                        })
-                        .collect()
-                })
-            };
+                                    "the handler panicked".into(),
+                                ))
+                            }),
+                            Err(e) => Err((
+                                crate::jsonrpc::codes::INTERNAL_ERROR,
+                                format!("cannot start a thread: {e}"),
+                            )),
+                        };
+                        (key, k, answer)
+                    })
+                    .collect()
+            })
+        };
         for (key, k, answer) in answers {
             match answer {
                 Ok(v) => {
