@@ -12,6 +12,8 @@ MODE is one of:
                   "[1,2,3]", a response for unknown id 999999; then the real response; then a
                   duplicate of the real response
   wrong_types     tools/call is answered with {"jsonrpc":"2.0","id":<id>,"result":"not an object"}
+  string_id       tools/call is answered with the id as a string ("3" for request 3), which
+                  is another id; a correct answer follows after 300 ms
   close_stdout    answers initialize and tools/list, then closes stdout (fd 1) and keeps running
                   (reading stdin, then sleeping after EOF) until killed
   huge_line       on tools/call writes one line of HUGE_LINE_BYTES bytes (env, default 100000000,
@@ -51,7 +53,7 @@ LATEST_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "wrong_types",
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
-         "slow_one", "notify_flood", "one_write")
+         "slow_one", "notify_flood", "one_write", "string_id")
 
 _out_lock = threading.Lock()
 _stdout_closed = False
@@ -263,6 +265,13 @@ def handle(msg):
             os._exit(3)
         if MODE == "wrong_types":
             send_response({"jsonrpc": "2.0", "id": req_id, "result": "not an object"})
+            return
+        if MODE == "string_id" and isinstance(req_id, int):
+            wrong = {"content": [{"type": "text", "text": "answer to the wrong id"}]}
+            send_response({"jsonrpc": "2.0", "id": str(req_id), "result": wrong})
+            right = {"content": [{"type": "text", "text": "answer to the right id"}]}
+            threading.Timer(0.3, send_response,
+                            args=({"jsonrpc": "2.0", "id": req_id, "result": right},)).start()
             return
         if MODE == "huge_line":
             threading.Thread(target=huge_line_writer, args=(req_id,), daemon=True).start()

@@ -159,8 +159,9 @@ pub const CALLER_SPIN: Duration = Duration::from_micros(50);
 /// It bounds how late a message that arrives between calls is routed.
 pub const READER_BACKOFF: Duration = Duration::from_millis(1);
 
-/// Longest stderr line forwarded as one log line; the rest of a longer line
-/// is cut (with a marker) so a server cannot grow a log line without bound.
+/// Longest stderr line, and longest `notifications/message` record,
+/// forwarded as one log line; the rest of a longer one is cut (with a
+/// marker) so a server cannot grow a log line without bound.
 pub const MAX_STDERR_LINE: usize = 16 * 1024;
 
 /// Subschema checks an output-schema validation may always make, whatever

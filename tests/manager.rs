@@ -535,3 +535,18 @@ fn tools_for_follows_a_list_change_without_a_restart() {
         "new"
     );
 }
+
+/// The per-server log file is where the README and the CLI say:
+/// `<data>/logs/mcp/<name>.log` (it was once `<data>/logs/logs/mcp/`).
+#[test]
+fn log_files_are_under_logs_mcp() {
+    let dir = tempdir();
+    let m = McpManager::open(config(&dir)).unwrap();
+    m.register(demo_cfg("logpath")).unwrap();
+    m.store().flush().unwrap();
+    let want = dir.0.join("logs").join("mcp").join("logpath.log");
+    let log = std::fs::read_to_string(&want).unwrap_or_else(|e| panic!("{}: {e}", want.display()));
+    assert!(log.contains("demo server ready"), "{log}");
+    assert!(!dir.0.join("logs").join("logs").exists());
+    m.close().unwrap();
+}

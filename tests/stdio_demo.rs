@@ -430,3 +430,31 @@ fn list_changed_refreshes_the_cached_tools() {
     );
     assert_eq!(s.cached_tools().unwrap().len(), n + 1);
 }
+
+/// A `notifications/message` record is cut like a stderr line: a 1 MB
+/// message becomes one log line of at most MAX_STDERR_LINE bytes, marked.
+#[test]
+fn huge_log_records_are_cut() {
+    let (ltx, lrx) = crossbeam_channel::unbounded();
+    let s = demo(test_options().logs(ltx));
+    let big = "y".repeat(1_000_000);
+    s.call_tool("log", json!({"level": "warning", "message": big}))
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let l = lrx.recv_deadline(deadline).expect("the record arrives");
+        if l.tag == LogTag::Level(LogLevel::Warning) {
+            assert!(
+                l.text.len() <= skald_mcp::limits::MAX_STDERR_LINE + 32,
+                "{} bytes",
+                l.text.len()
+            );
+            assert!(
+                l.text.ends_with("[…truncated]"),
+                "{}",
+                &l.text[l.text.len() - 40..]
+            );
+            break;
+        }
+    }
+}

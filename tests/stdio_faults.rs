@@ -248,3 +248,17 @@ fn unhandled_server_requests_get_method_not_found() {
     let reply = text(s.call_tool("last_elicitation_reply", json!({})).unwrap());
     assert!(reply.contains("-32601"), "{reply}");
 }
+
+/// A reply whose id has the wrong type ("3" for request 3) is not the
+/// answer: it is ignored, and the real answer is taken.
+#[test]
+fn ids_match_in_type_and_value() {
+    let s = hostile("string_id", test_options()).unwrap();
+    assert_eq!(
+        text(
+            s.call_tool("echo", serde_json::json!({"text": "x"}))
+                .unwrap()
+        ),
+        "answer to the right id"
+    );
+}

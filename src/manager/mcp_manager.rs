@@ -70,7 +70,8 @@ impl RestartPolicy {
 pub struct ManagerConfig {
     /// The SQLite database (created if missing).
     pub db_path: PathBuf,
-    /// Root of the per-server log files (`<root>/mcp/<name>.log`).
+    /// Root of the per-server log files: they are written to
+    /// `<root>/logs/mcp/<name>.log`.
     pub log_root: PathBuf,
     /// Where media results are saved.
     pub media_dir: PathBuf,
@@ -87,13 +88,13 @@ pub struct ManagerConfig {
 }
 
 impl ManagerConfig {
-    /// Everything under one data directory: `<dir>/mcp.db`, `<dir>/logs`,
-    /// `<dir>/mcp_media`.
+    /// Everything under one data directory: `<dir>/mcp.db`,
+    /// `<dir>/logs/mcp/<name>.log`, `<dir>/mcp_media`.
     pub fn in_dir(dir: impl Into<PathBuf>) -> ManagerConfig {
         let dir = dir.into();
         ManagerConfig {
             db_path: dir.join("mcp.db"),
-            log_root: dir.join("logs"),
+            log_root: dir.clone(),
             media_dir: dir.join("mcp_media"),
             media_url_prefix: MEDIA_URL_PREFIX.to_owned(),
             client: ClientOptions::default(),

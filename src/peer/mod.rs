@@ -1035,9 +1035,11 @@ impl Peer {
     }
 
     fn route_response(&self, id: RequestId, outcome: std::result::Result<Value, RpcError>) {
+        // Ids match in type and value: this client sends numbers, and "3"
+        // is not 3 (JSON-RPC ids are compared as they are).
         let key = match &id {
             RequestId::Number(n) => Some(*n),
-            RequestId::String(s) => s.parse::<i64>().ok(),
+            RequestId::String(_) => None,
         };
         let entry = key.and_then(|k| self.pending.lock().remove(&k));
         match entry {
@@ -1086,10 +1088,21 @@ impl Peer {
                     Some(v) => v.to_string(),
                     None => String::new(),
                 };
-                let text = match params.get("logger").and_then(Value::as_str) {
+                let mut text = match params.get("logger").and_then(Value::as_str) {
                     Some(l) => format!("{l}: {data}"),
                     None => data,
                 };
+                // Cut like a stderr line: one record cannot grow a log file
+                // (or the log channel) without bound.
+                let max = crate::limits::MAX_STDERR_LINE;
+                if text.len() > max {
+                    let mut end = max;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text.truncate(end);
+                    text.push_str(" […truncated]");
+                }
                 ::log::debug!(target: "mcp_client", "[{}] [{level}] {text}", self.name);
                 self.log_line(LogTag::Level(level), text);
             }

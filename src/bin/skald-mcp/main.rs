@@ -142,7 +142,9 @@ fn open_store(g: &Global) -> Res<Store> {
         context: format!("creating {}", dir.display()),
         source,
     })?;
-    Ok(Store::open(StoreConfig::new(&db, dir.join("logs")))?)
+    // The store writes `<root>/logs/mcp/<name>.log`: the root is the data
+    // directory itself.
+    Ok(Store::open(StoreConfig::new(&db, &dir))?)
 }
 
 fn media_store(g: &Global) -> MediaStore {
@@ -718,7 +720,7 @@ fn print_result(g: &Global, r: McpCallResult) -> Res {
 }
 
 fn logs(g: &Global, server: &str, follow: bool) -> Res {
-    let root = base_dir(&db_path(g)).join("logs");
+    let root = base_dir(&db_path(g));
     let path = skald_mcp::store::log_file_path(&root, server);
     let read = |from: u64| -> std::io::Result<(Vec<u8>, u64)> {
         use std::io::{Read, Seek, SeekFrom};
