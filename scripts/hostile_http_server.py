@@ -56,6 +56,8 @@ responses get 202. Tools (tools/call), each a different behaviour:
                          tasks/result gives the text "task done"
   auth_echo              401 whose body quotes the Authorization header back (as some gateways
                          do), for the tests that check a bearer token never reaches a log
+  auth_echo_at {pad}     the same, the header quoted after `pad` spaces (so that it can straddle
+                         the client's cut of a quoted body)
   set_busy {method, count, status, retry_after}
                          the next `count` POSTs of JSON-RPC `method` (any method, `initialize`
                          included, from any client) are answered `status` (429 or 503) with
@@ -338,7 +340,8 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "tools/list":
             names = ["echo", "sse_echo", "expire", "expire_forever", "drop_resumable", "drop_unresumable",
                      "garbage", "garbage_only", "slow", "html", "error500", "bad_json", "huge", "huge_sse",
-                     "accepted", "notify_get", "auth_echo", "set_busy", "busy", "reset_json", "endless_sse",
+                     "accepted", "notify_get", "auth_echo", "auth_echo_at", "set_busy", "busy", "reset_json",
+                     "endless_sse",
                      "huge_header"]
             tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
             tools.append({"name": "task_tool", "inputSchema": {"type": "object"},
@@ -470,6 +473,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(reply("with a huge header"), headers={"X-Huge": "h" * size})
         elif name == "auth_echo":
             body = f"invalid credentials: {self.headers.get('Authorization')}".encode()
+            self.send_plain(401, body, ctype="text/plain")
+        elif name == "auth_echo_at":
+            pad = " " * int(args.get("pad", 0))
+            body = f"{pad}{self.headers.get('Authorization')} invalid".encode()
             self.send_plain(401, body, ctype="text/plain")
         elif name == "notify_get":
             n = args.get("n", 1)

@@ -246,6 +246,15 @@ fn http_bearer_token_even_when_the_server_echoes_it() {
     );
     assert!(e.to_string().contains("invalid credentials"), "{e}");
     assert_err_clean("a 401 error", &e);
+    // The key straddling the cut of the quoted body (4 KiB): redacted
+    // before the cut, so not even its first half is quoted.
+    for pad in [4096 - 16, 4096 - 7, 4096 - 30] {
+        let e = s
+            .call_tool("auth_echo_at", json!({"pad": pad}))
+            .unwrap_err();
+        assert_err_clean(&format!("a 401 error with the key at {pad}"), &e);
+        assert!(!e.to_string().contains(&API_KEY[..6]), "{e}");
+    }
     assert_err_clean(
         "a 500 error",
         &s.call_tool("error500", json!({})).unwrap_err(),

@@ -957,3 +957,25 @@ fn read_only_database_or_directory_is_a_clear_error() {
         let _ = fs::set_permissions(tmp.0.join(d), fs::Permissions::from_mode(0o755));
     }
 }
+
+/// A new database is the user's alone: the file (and the -wal file SQLite
+/// creates beside it) 0600, a directory the store creates 0700.
+#[test]
+fn new_databases_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = TempDir::new();
+    let dir = tmp.0.join("fresh").join("data");
+    let db = dir.join("mcp.db");
+    let store = Store::open(StoreConfig::new(&db, &tmp.0)).unwrap();
+    store
+        .upsert_server(&McpServerConfig::stdio("p", "true", Vec::<String>::new()))
+        .unwrap();
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&db), 0o600, "{}", db.display());
+    assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+    let wal = dir.join("mcp.db-wal");
+    if wal.exists() {
+        assert_eq!(mode(&wal), 0o600);
+    }
+    store.close().unwrap();
+}

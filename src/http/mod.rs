@@ -339,31 +339,62 @@ impl Shared {
     /// and the OAuth access token replaced: some servers and gateways quote
     /// the `Authorization` header back in their error bodies.
     fn quote(&self, bytes: &[u8]) -> String {
+        self.quote_cut(bytes, usize::MAX)
+    }
+
+    /// The secrets that must never be quoted: the api key and the OAuth
+    /// access token, without their `Bearer ` prefix.
+    fn secrets(&self) -> Vec<String> {
         let oauth = self.oauth.as_ref().and_then(|o| o.authorization());
-        let secrets: Vec<&str> = [self.auth.as_deref(), oauth.as_deref()]
+        [self.auth.as_deref(), oauth.as_deref()]
             .into_iter()
             .flatten()
-            .map(|a| a.strip_prefix("Bearer ").unwrap_or(a))
-            .filter(|k| !k.is_empty() && bytes.windows(k.len()).any(|w| w == k.as_bytes()))
+            .map(|a| a.strip_prefix("Bearer ").unwrap_or(a).to_owned())
+            .filter(|k| !k.is_empty())
+            .collect()
+    }
+
+    /// [`quote`](Self::quote) of at most `limit` bytes of `bytes`: the
+    /// secrets are replaced first, in all of `bytes`, and only then is the
+    /// text cut, so a secret that straddles the cut is not half quoted.
+    fn quote_cut(&self, bytes: &[u8], limit: usize) -> String {
+        let secrets: Vec<String> = self
+            .secrets()
+            .into_iter()
+            .filter(|k| bytes.windows(k.len()).any(|w| w == k.as_bytes()))
             .collect();
-        if secrets.is_empty() {
-            return text_excerpt(bytes);
-        }
         let mut text = String::from_utf8_lossy(bytes).into_owned();
         for k in secrets {
-            text = text.replace(k, "<redacted>");
+            text = text.replace(&k, "<redacted>");
+        }
+        if text.len() > limit {
+            let mut end = limit;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
         }
         text_excerpt(text.as_bytes())
     }
 
-    /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes them.
-    fn quote_body(&self, body: Body) -> String {
+    /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body to quote,
+    /// plus as many as the longest secret has, so that a secret starting
+    /// before the limit is read whole and can be redacted.
+    fn read_to_quote(&self, body: Body) -> Vec<u8> {
+        let extra = self.secrets().iter().map(String::len).max().unwrap_or(0);
         let mut buf = Vec::new();
         let _ = body
             .into_reader()
-            .take(HTTP_ERROR_BODY_LIMIT as u64)
+            .take((HTTP_ERROR_BODY_LIMIT + extra) as u64)
             .read_to_end(&mut buf);
-        self.quote(&buf)
+        buf
+    }
+
+    /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes
+    /// them (redacted before the cut).
+    fn quote_body(&self, body: Body) -> String {
+        let buf = self.read_to_quote(body);
+        self.quote_cut(&buf, HTTP_ERROR_BODY_LIMIT)
     }
 
     fn peer(&self) -> Option<Arc<Peer>> {
@@ -815,12 +846,7 @@ impl Shared {
         status: u16,
         resp: Response<Body>,
     ) -> std::result::Result<(), Failure> {
-        let mut buf = Vec::new();
-        let _ = resp
-            .into_body()
-            .into_reader()
-            .take(HTTP_ERROR_BODY_LIMIT as u64)
-            .read_to_end(&mut buf);
+        let buf = self.read_to_quote(resp.into_body());
         let parsed: Option<Value> = serde_json::from_slice(&buf).ok();
         if let Some(Value::Object(mut m)) = parsed {
             if m.get("error").is_some_and(Value::is_object) {
@@ -841,7 +867,7 @@ impl Shared {
             format!(
                 "the server answered {}: {}",
                 status_text(status),
-                self.quote(&buf)
+                self.quote_cut(&buf, HTTP_ERROR_BODY_LIMIT)
             ),
         )))
     }

@@ -118,6 +118,39 @@ impl Batch {
     }
 }
 
+/// Creates the database file 0600 when it does not exist yet; warns when an
+/// existing one (or its directory) can be read by others.
+fn private_file(path: &Path, hint: &str) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(McpError::Io {
+                context: format!("creating the database {}{hint}", path.display()),
+                source,
+            })
+        }
+    }
+    let loose = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o077 != 0)
+            .unwrap_or(false)
+    };
+    if loose(path) {
+        ::log::warn!(
+            "store: {} can be read by other users (it holds api keys and tokens); chmod 600 it",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 fn store_err(context: &str, e: &McpError) -> McpError {
     McpError::Store {
         context: context.into(),
@@ -156,10 +189,22 @@ impl Worker {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|source| McpError::Io {
-            context: format!("creating the database directory {}", parent.display()),
-            source,
-        })?;
+        // The database holds api keys, env values, OAuth tokens and client
+        // secrets: a directory this creates is the user's alone (0700), and
+        // so is a new database file (0600; SQLite gives its -wal and -shm
+        // files the database's mode). An existing one that others can read
+        // is reported, not changed.
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|source| McpError::Io {
+                    context: format!("creating the database directory {}", parent.display()),
+                    source,
+                })?;
+        }
         // SQLite reports a read-only directory as "unable to open database
         // file"; say what is wrong.
         let hint = if dir_is_writable(parent) {
@@ -170,6 +215,7 @@ impl Worker {
                 parent.display()
             )
         };
+        private_file(path, &hint)?;
         let store_err = |e: rusqlite::Error| McpError::Store {
             context: ctx_open.clone(),
             message: format!("{e}{hint}"),
