@@ -97,3 +97,30 @@ fn threads_are_joined() {
     // Joined by the time drop returns.
     assert_eq!(joined_threads(), 0);
 }
+
+/// A second `close()` waits for the one in progress: when it returns, the
+/// child is reaped, whoever started closing (the CLI's signal thread and
+/// its main thread both close on Ctrl-C).
+#[test]
+fn a_second_close_waits_for_the_first() {
+    // Ignores SIGTERM and stdin EOF: the first close takes its grace
+    // periods, then SIGKILL.
+    let s = std::sync::Arc::new(hostile("ignore_sigterm", test_options()).unwrap());
+    let pid = s.pid();
+    let first = {
+        let s = std::sync::Arc::clone(&s);
+        std::thread::spawn(move || s.close().unwrap())
+    };
+    // The first close is under way once the connection is marked dead.
+    assert!(
+        eventually(Duration::from_secs(10), || !s.is_connected()),
+        "the first close did not start"
+    );
+    s.close().unwrap();
+    assert_eq!(
+        proc_state(pid),
+        None,
+        "close returned before the child was reaped"
+    );
+    first.join().unwrap();
+}

@@ -1199,6 +1199,8 @@ impl Outbound for HttpOutbound {
 pub struct McpHttpServer {
     peer: Arc<Peer>,
     shared: Arc<Shared>,
+    /// Held for the whole of `close()` (see `shutdown`).
+    close_lock: Mutex<()>,
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -1331,7 +1333,11 @@ impl McpHttpServer {
             crate::era::origin(&shared.url),
         );
         let _ = shared.peer.set(Arc::downgrade(&peer));
-        Ok(McpHttpServer { peer, shared })
+        Ok(McpHttpServer {
+            peer,
+            shared,
+            close_lock: Mutex::new(()),
+        })
     }
 
     /// The endpoint URL, as configured.
@@ -1357,6 +1363,9 @@ impl McpHttpServer {
     /// Ends the connection. `graceful`: wait (bounded) for the `DELETE` and
     /// the listening thread; otherwise both are left to finish on their own.
     fn shutdown(&self, graceful: bool) {
+        // A second close waits for the one in progress (its DELETE, the
+        // listener's end) instead of returning while it still runs.
+        let _serial = self.close_lock.lock();
         if self.shared.closing.swap(true, Ordering::AcqRel) {
             return;
         }

@@ -289,6 +289,10 @@ pub struct McpServer {
     /// Disconnected when all three I/O threads have finished.
     all_done: Receiver<()>,
     closing: Arc<AtomicBool>,
+    /// Held for the whole of `close()`: a second caller waits for the
+    /// close in progress to finish (the child reaped, the threads joined)
+    /// instead of returning while it still runs.
+    close_lock: parking_lot::Mutex<()>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -562,6 +566,7 @@ impl McpServer {
             reader_done,
             all_done,
             closing,
+            close_lock: parking_lot::Mutex::new(()),
         })
     }
 
@@ -622,6 +627,7 @@ impl McpServer {
     /// `SIGTERM`, then `SIGKILL` to the whole group, each after
     /// [`ClientOptions::shutdown_grace`]; reaps it and joins the threads.
     fn shutdown(&self) {
+        let _serial = self.close_lock.lock();
         if self.closing.swap(true, Ordering::AcqRel) {
             return;
         }
