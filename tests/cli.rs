@@ -320,3 +320,20 @@ fn oauth_tokens_are_kept_in_the_database() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// What a server controls reaches the terminal without its control
+/// characters: an ESC sequence in a tool's text is shown, not obeyed.
+#[test]
+fn terminal_escapes_from_a_server_are_shown_not_obeyed() {
+    let e = Env::new();
+    e.add_demo();
+    let out = e.ok(&[
+        "call",
+        "demo",
+        "echo",
+        "--arg",
+        "text=\u{1b}]0;pwned\u{7}\u{1b}[2Jok",
+    ]);
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.contains("\\u{1b}]0;pwned\\u{7}\\u{1b}[2Jok"), "{out:?}");
+}

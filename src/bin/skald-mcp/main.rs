@@ -6,6 +6,23 @@
 mod args;
 mod term;
 
+/// `println!` with what a server controls made harmless on a terminal:
+/// control characters (ESC, BEL, NUL, …; not newline and tab) are shown as
+/// `\u{..}` instead of being written raw, so a server cannot retitle the
+/// window, clear the screen or forge output.
+macro_rules! out {
+    ($($t:tt)*) => {
+        println!("{}", crate::term::clean(&format!($($t)*)))
+    };
+}
+
+/// `eprintln!`, cleaned like [`out!`].
+macro_rules! err {
+    ($($t:tt)*) => {
+        eprintln!("{}", crate::term::clean(&format!($($t)*)))
+    };
+}
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,15 +83,15 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) if INTERRUPTED.load(Ordering::Acquire) => {
-            eprintln!("skald-mcp: interrupted");
+            err!("skald-mcp: interrupted");
             ExitCode::from(EXIT_INTERRUPTED)
         }
         Err(Failure::Usage(m)) => {
-            eprintln!("skald-mcp: {m}");
+            err!("skald-mcp: {m}");
             ExitCode::from(EXIT_USAGE)
         }
         Err(Failure::Mcp(e)) => {
-            eprintln!("skald-mcp: {}", one_line(&e.to_string()));
+            err!("skald-mcp: {}", one_line(&e.to_string()));
             ExitCode::from(match e {
                 McpError::Tool { .. } => EXIT_TOOL_ERROR,
                 McpError::Config { .. } | McpError::InvalidInput { .. } => EXIT_USAGE,
@@ -215,11 +232,11 @@ fn connect(
 fn run(g: Global, cmd: Cmd) -> Res {
     match cmd {
         Cmd::Help => {
-            println!("{}", args::USAGE);
+            out!("{}", args::USAGE);
             Ok(())
         }
         Cmd::Version => {
-            println!("skald-mcp {}", env!("CARGO_PKG_VERSION"));
+            out!("skald-mcp {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
         Cmd::Add {
@@ -244,7 +261,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
             cfg.enabled = !disabled;
             let store = open_store(&g)?;
             store.upsert_server(&cfg)?;
-            println!("added {name} ({})", cfg.transport);
+            out!("added {name} ({})", cfg.transport);
             Ok(store.close()?)
         }
         Cmd::List { check } => list(&g, check),
@@ -253,7 +270,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
             if !store.delete_server(&name)? {
                 return Err(Failure::Usage(format!("no server named {name:?}")));
             }
-            println!("removed {name}");
+            out!("removed {name}");
             Ok(store.close()?)
         }
         Cmd::SetEnabled { name, enabled } => {
@@ -261,7 +278,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
             if !store.set_enabled(&name, enabled)? {
                 return Err(Failure::Usage(format!("no server named {name:?}")));
             }
-            println!("{} {name}", if enabled { "enabled" } else { "disabled" });
+            out!("{} {name}", if enabled { "enabled" } else { "disabled" });
             Ok(store.close()?)
         }
         Cmd::OnServer { server, verb } => {
@@ -282,7 +299,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
                 })?;
                 let client = connect(&cfg, options(&g, Some(&store)), Some(&store))?;
                 if names.len() > 1 && !g.json {
-                    println!("== {name}");
+                    out!("== {name}");
                 }
                 result = run_verb(&g, &*client, &verb);
                 let _ = client.close();
@@ -302,13 +319,13 @@ fn run(g: Global, cmd: Cmd) -> Res {
             };
             for e in &events {
                 if g.json {
-                    println!(
+                    out!(
                         "{}",
                         json!({"id": e.id.0, "server": e.server, "method": e.method, "params": e.params,
                                "status": e.status.as_str(), "received_at": rfc3339(e.received_at)})
                     );
                 } else {
-                    println!(
+                    out!(
                         "#{:<5} {} {:<10} {:<9} {} {}",
                         e.id.0,
                         rfc3339(e.received_at),
@@ -336,7 +353,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
             let r = run_verb(&g, &*client, &verb);
             let _ = client.close();
             for n in nrx.try_iter() {
-                eprintln!("[notification] {} {}", n.method, n.params);
+                err!("[notification] {} {}", n.method, n.params);
             }
             r
         }
@@ -413,16 +430,20 @@ fn list(g: &Global, check: bool) -> Res {
                        "tools": statuses.get(i).and_then(|s| s.1.parse::<u64>().ok())})
             })
             .collect();
-        println!("{}", Value::Array(v));
+        out!("{}", Value::Array(v));
     } else if rows.is_empty() {
-        println!("no servers (add one with `skald-mcp add NAME -- COMMAND ARGS...`)");
+        out!("no servers (add one with `skald-mcp add NAME -- COMMAND ARGS...`)");
     } else {
-        println!(
+        out!(
             "{:<16} {:<9} {:<8} {:<8} {:<40} DESCRIPTION",
-            "NAME", "TRANSPORT", "ENABLED", "ERA", "TARGET"
+            "NAME",
+            "TRANSPORT",
+            "ENABLED",
+            "ERA",
+            "TARGET"
         );
         for (i, c) in rows.iter().enumerate() {
-            println!(
+            out!(
                 "{:<16} {:<9} {:<8} {:<8} {:<40} {}",
                 c.name,
                 c.transport.as_str(),
@@ -437,7 +458,7 @@ fn list(g: &Global, check: bool) -> Res {
                 } else {
                     format!(", {tools} tools")
                 };
-                println!("{:<16} status: {status}{tools}", "");
+                out!("{:<16} status: {status}{tools}", "");
             }
         }
     }
@@ -474,7 +495,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
         Verb::Tools => {
             let tools = c.list_tools()?;
             if g.json {
-                println!(
+                out!(
                     "{}",
                     Value::Array(tools.iter().map(|t| t.raw.clone()).collect())
                 );
@@ -509,7 +530,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                 } else {
                     format!(" [{}]", hints.join(", "))
                 };
-                println!(
+                out!(
                     "{:<24} {:<20} {}{hints}",
                     t.name,
                     truncate(title, 20),
@@ -523,7 +544,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
             let resources = c.list_resources()?;
             let templates = c.list_resource_templates().unwrap_or_default();
             if g.json {
-                println!(
+                out!(
                     "{}",
                     json!({"resources": resources.iter().map(|r| r.raw.clone()).collect::<Vec<_>>(),
                            "templates": templates.iter().map(|t| t.raw.clone()).collect::<Vec<_>>()})
@@ -531,7 +552,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                 return Ok(());
             }
             for r in &resources {
-                println!(
+                out!(
                     "{:<40} {:<20} {}",
                     r.uri,
                     r.name,
@@ -539,7 +560,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                 );
             }
             for t in &templates {
-                println!("{:<40} {:<20} (template)", t.uri_template, t.name);
+                out!("{:<40} {:<20} (template)", t.uri_template, t.name);
             }
             Ok(())
         }
@@ -548,13 +569,13 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
             let media = media_store(g);
             for item in contents {
                 match item {
-                    ResourceContents::Text { text, .. } if !g.json => println!("{text}"),
+                    ResourceContents::Text { text, .. } if !g.json => out!("{text}"),
                     ResourceContents::Text {
                         uri,
                         mime_type,
                         text,
                     } => {
-                        println!(
+                        out!(
                             "{}",
                             json!({"uri": uri, "mimeType": mime_type, "text": text})
                         )
@@ -574,12 +595,12 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                             }],
                         })?;
                         if g.json {
-                            println!(
+                            out!(
                                 "{}",
                                 json!({"uri": uri, "mimeType": mime_type, "saved": r.to_wire()})
                             );
                         } else {
-                            println!("{}", r.to_wire());
+                            out!("{}", r.to_wire());
                         }
                     }
                 }
@@ -589,7 +610,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
         Verb::Prompts => {
             let prompts = c.list_prompts()?;
             if g.json {
-                println!(
+                out!(
                     "{}",
                     Value::Array(prompts.iter().map(|p| p.raw.clone()).collect())
                 );
@@ -607,7 +628,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                         }
                     })
                     .collect();
-                println!(
+                out!(
                     "{:<24} {:<30} {}",
                     p.name,
                     args.join(" "),
@@ -619,7 +640,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
         Verb::Ping => {
             let t = std::time::Instant::now();
             c.ping()?;
-            println!(
+            out!(
                 "pong from {} in {:.1} ms",
                 c.name(),
                 t.elapsed().as_secs_f64() * 1000.0
@@ -652,7 +673,7 @@ fn call(g: &Global, c: &dyn McpServerClient, tool: &str, arguments: &Value) -> R
             server,
             tool,
         }) if g.json => {
-            println!(
+            out!(
                 "{}",
                 json!({"type": "error", "message": message, "result": result})
             );
@@ -670,9 +691,9 @@ fn call(g: &Global, c: &dyn McpServerClient, tool: &str, arguments: &Value) -> R
 fn print_result(g: &Global, r: McpCallResult) -> Res {
     if !g.json {
         match media_store(g).persist(r)? {
-            ToolResult::Text(t) => println!("{t}"),
+            ToolResult::Text(t) => out!("{t}"),
             ToolResult::Json(v) => {
-                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
+                out!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
             }
         }
         return Ok(());
@@ -715,7 +736,7 @@ fn print_result(g: &Global, r: McpCallResult) -> Res {
         }
         other => json!({"type": "text", "text": other.to_text()}),
     };
-    println!("{out}");
+    out!("{out}");
     Ok(())
 }
 

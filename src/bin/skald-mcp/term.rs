@@ -11,6 +11,25 @@ use skald_mcp::{
     FieldKind, FormField, Progress,
 };
 
+/// `s` with every control character but newline and tab written as
+/// `\u{..}` (ESC, BEL, NUL, DEL and the C1 controls included): for text a
+/// server controls, before it reaches the terminal.
+pub fn clean(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Whether stderr is a terminal.
 pub fn stderr_is_tty() -> bool {
     // SAFETY: isatty only inspects the descriptor.
@@ -23,7 +42,7 @@ pub fn draw_progress(p: &Progress) {
         Some(t) if t > 0.0 => format!("{}/{} ({:.0}%)", p.progress, t, 100.0 * p.progress / t),
         _ => format!("{}", p.progress),
     };
-    let msg = p.message.as_deref().unwrap_or("");
+    let msg = clean(p.message.as_deref().unwrap_or(""));
     let mut e = std::io::stderr().lock();
     let _ = write!(e, "\r\x1b[2K[progress] {amount} {msg}");
     let _ = e.flush();
@@ -111,7 +130,12 @@ fn ask_field(w: &mut File, r: &mut BufReader<File>, f: &FormField) -> Result<Opt
         // Echo goes off before the prompt is shown, so nothing typed ahead
         // of it is echoed either.
         let guard = if f.secret { NoEcho::new(w) } else { None };
-        let _ = write!(w, "{prompt}{}: ", if f.required { " *" } else { "" });
+        let _ = write!(
+            w,
+            "{}{}: ",
+            clean(&prompt),
+            if f.required { " *" } else { "" }
+        );
         let _ = w.flush();
         let line = read_line(r);
         drop(guard);
@@ -169,9 +193,9 @@ impl ElicitationHandler for TerminalElicitation {
             return ElicitationResponse::Cancel;
         };
         clear_progress();
-        let _ = writeln!(w, "\n[{}] {}", req.server, req.message);
+        let _ = writeln!(w, "\n[{}] {}", req.server, clean(&req.message));
         if let ElicitationMode::Url { url, .. } = &req.mode {
-            let _ = writeln!(w, "Open this URL to continue: {url}");
+            let _ = writeln!(w, "Open this URL to continue: {}", clean(url));
         }
         match &req.form {
             ElicitationForm::Confirm => {
