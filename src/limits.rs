@@ -66,6 +66,11 @@ pub const LISTEN_MAX_FAILURES: u32 = 5;
 /// The longest server name accepted.
 pub const MAX_SERVER_NAME_LEN: usize = 64;
 
+/// The longest tool name given to a model (`mcp__<server>__<tool>`): what
+/// model APIs accept. Longer (or otherwise invalid) names are left out of
+/// the manager's tool definitions, with a warning.
+pub const MAX_MODEL_TOOL_NAME_LEN: usize = 64;
+
 /// The name this client reports as `clientInfo.name`.
 pub const CLIENT_NAME: &str = "skald-mcp";
 

@@ -550,3 +550,37 @@ fn log_files_are_under_logs_mcp() {
     assert!(!dir.0.join("logs").join("logs").exists());
     m.close().unwrap();
 }
+
+/// A tool whose name a model API would refuse (a space, a newline, too
+/// long) is left out of the definitions given to the model; the others
+/// stay, and the bad one is not reachable by a forged name either.
+#[test]
+fn tools_with_names_a_model_refuses_are_left_out() {
+    let dir = tempdir();
+    let m = McpManager::open(config(&dir)).unwrap();
+    m.register(demo_cfg("demo")).unwrap();
+    let grants: Grants = ["demo".to_string()].into_iter().collect();
+    let n = m.tools_for(&grants).len();
+    let long = "x".repeat(80);
+    for bad in ["evil name", "evil\nname", long.as_str()] {
+        m.call("mcp__demo__register_tool", json!({"name": bad}))
+            .unwrap();
+    }
+    m.call("mcp__demo__register_tool", json!({"name": "fine_tool"}))
+        .unwrap();
+    let has_fine = || {
+        m.tools_for(&grants)
+            .iter()
+            .any(|d| d["function"]["name"] == "mcp__demo__fine_tool")
+    };
+    assert!(
+        eventually(Duration::from_secs(10), has_fine),
+        "fine_tool never listed"
+    );
+    let defs = m.tools_for(&grants);
+    assert_eq!(defs.len(), n + 1, "only fine_tool was added");
+    for d in &defs {
+        let name = d["function"]["name"].as_str().unwrap();
+        assert!(skald_mcp::manager::is_model_tool_name(name), "{name:?}");
+    }
+}

@@ -25,7 +25,7 @@ use crate::limits::{RESTART_INITIAL_BACKOFF, RESTART_MAX_ATTEMPTS, RESTART_MAX_B
 use crate::log::{LogTag, McpLogLine};
 use crate::manager::lazy::{self, Grants, ServerListing};
 use crate::manager::media::{MediaStore, MEDIA_URL_PREFIX};
-use crate::manager::naming::parse_mcp_tool_name;
+use crate::manager::naming::{self, parse_mcp_tool_name};
 use crate::manager::ToolResult;
 use crate::store::{Store, StoreConfig, StoreHandle};
 
@@ -533,7 +533,21 @@ impl McpManager {
         let mut out = Vec::new();
         for (name, client) in servers {
             if let Some(tools) = client.cached_tools() {
-                out.extend(tools.iter().map(|t| lazy::openai_tool_definition(&name, t)));
+                for t in tools.iter() {
+                    // A name a model API would refuse breaks every request
+                    // of the host: such a tool is left out, with a warning.
+                    let full = naming::mcp_tool_name(&name, &t.name);
+                    if naming::is_model_tool_name(&full) {
+                        out.push(lazy::openai_tool_definition(&name, t));
+                    } else {
+                        ::log::warn!(
+                            target: "mcp_client",
+                            "[{name}] tool {:?} left out of the model's tools: {full:?} is not 1-{} characters of [A-Za-z0-9_-]",
+                            t.name,
+                            crate::limits::MAX_MODEL_TOOL_NAME_LEN
+                        );
+                    }
+                }
             }
         }
         out

@@ -18,5 +18,7 @@ pub use mcp_manager::{
 pub use media::{
     content_type_for_ext, ext_for_mime, is_media_file_name, MediaStore, MEDIA_URL_PREFIX,
 };
-pub use naming::{mcp_tool_name, parse_mcp_tool_name, TOOL_PREFIX, TOOL_SEPARATOR};
+pub use naming::{
+    is_model_tool_name, mcp_tool_name, parse_mcp_tool_name, TOOL_PREFIX, TOOL_SEPARATOR,
+};
 pub use tool_result::ToolResult;

@@ -33,6 +33,17 @@ pub fn mcp_tool_name(server: &str, tool: &str) -> String {
 /// assert_eq!(parse_mcp_tool_name("mcp__fs__read__file"), Some(("fs", "read__file")));
 /// assert_eq!(parse_mcp_tool_name("search"), None);
 /// ```
+/// Whether `name` is acceptable to model APIs as a function name: 1 to
+/// [`MAX_MODEL_TOOL_NAME_LEN`](crate::limits::MAX_MODEL_TOOL_NAME_LEN)
+/// characters from `[A-Za-z0-9_-]` (the common rule; one bad name would
+/// make the host's every request fail).
+pub fn is_model_tool_name(name: &str) -> bool {
+    (1..=crate::limits::MAX_MODEL_TOOL_NAME_LEN).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 pub fn parse_mcp_tool_name(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix(TOOL_PREFIX)?;
     let (server, tool) = rest.split_once(TOOL_SEPARATOR)?;
