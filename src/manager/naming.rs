@@ -22,17 +22,6 @@ pub fn mcp_tool_name(server: &str, tool: &str) -> String {
     s
 }
 
-/// Splits `mcp__<server>__<tool>` into `(server, tool)`.
-///
-/// Returns `None` for anything that is not such a name: a missing prefix, an
-/// empty server or tool, or a server part that is not a valid server name.
-///
-/// ```
-/// use skald_mcp::manager::parse_mcp_tool_name;
-/// assert_eq!(parse_mcp_tool_name("mcp__tavily__search"), Some(("tavily", "search")));
-/// assert_eq!(parse_mcp_tool_name("mcp__fs__read__file"), Some(("fs", "read__file")));
-/// assert_eq!(parse_mcp_tool_name("search"), None);
-/// ```
 /// Whether `name` is acceptable to model APIs as a function name: 1 to
 /// [`MAX_MODEL_TOOL_NAME_LEN`](crate::limits::MAX_MODEL_TOOL_NAME_LEN)
 /// characters from `[A-Za-z0-9_-]` (the common rule; one bad name would
@@ -44,6 +33,17 @@ pub fn is_model_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// Splits `mcp__<server>__<tool>` into `(server, tool)`.
+///
+/// Returns `None` for anything that is not such a name: a missing prefix, an
+/// empty server or tool, or a server part that is not a valid server name.
+///
+/// ```
+/// use skald_mcp::manager::parse_mcp_tool_name;
+/// assert_eq!(parse_mcp_tool_name("mcp__tavily__search"), Some(("tavily", "search")));
+/// assert_eq!(parse_mcp_tool_name("mcp__fs__read__file"), Some(("fs", "read__file")));
+/// assert_eq!(parse_mcp_tool_name("search"), None);
+/// ```
 pub fn parse_mcp_tool_name(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix(TOOL_PREFIX)?;
     let (server, tool) = rest.split_once(TOOL_SEPARATOR)?;
