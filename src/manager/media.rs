@@ -182,7 +182,7 @@ impl MediaStore {
         for item in &items {
             let line = match item {
                 McpMedia::ResourceLink { uri, mime_type, .. } => {
-                    format!("[{}]({uri})", mime_type.as_deref().unwrap_or("resource"))
+                    link_line(mime_type.as_deref().unwrap_or("resource"), uri)
                 }
                 McpMedia::Image { mime_type, data } => {
                     self.reference("!", "image", mime_type, data)?
@@ -209,8 +209,9 @@ impl MediaStore {
     fn reference(&self, bang: &str, label: &str, mime: &str, data: &[u8]) -> Result<String> {
         let name = self.write(ext_for_mime(mime), data)?;
         Ok(format!(
-            "{bang}[{label}]({}/{name}) ({mime}, {})",
+            "{bang}[{label}]({}/{name}) ({}, {})",
             self.url_prefix,
+            safe_mime(mime),
             human_size(data.len())
         ))
     }
@@ -242,6 +243,88 @@ impl MediaStore {
         })?;
         let ext = file.rsplit('.').next().unwrap_or("");
         Ok((bytes, content_type_for_ext(ext)))
+    }
+}
+
+/// Longest media type written into a markdown line.
+const MAX_MIME_IN_LINE: usize = 100;
+
+/// A server's media type as it may appear in a markdown line: only the
+/// characters a media type has (`type/subtype; param=value`), others
+/// replaced by `_`, so a `mimeType` cannot close the line's parenthesis,
+/// start a new line or smuggle a link.
+fn safe_mime(mime: &str) -> String {
+    mime.chars()
+        .take(MAX_MIME_IN_LINE)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "/+.-_;= ".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The markdown line of a `resource_link`: a link only for `http`/`https`
+/// URIs made of characters that cannot break out of it; anything else
+/// (`javascript:`, `data:`, `file:`, a `](` inside) is shown as code, never
+/// as something a renderer would follow.
+fn link_line(mime: &str, uri: &str) -> String {
+    let label = safe_mime(mime);
+    let lower = uri.to_ascii_lowercase();
+    let linkable = (lower.starts_with("https://") || lower.starts_with("http://"))
+        && uri
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !"()[]<>`\\\"'".contains(c));
+    if linkable {
+        format!("[{label}]({uri})")
+    } else {
+        let shown: String = uri
+            .chars()
+            .map(|c| if c == '`' || c.is_control() { '_' } else { c })
+            .collect();
+        format!("{label}: `{shown}`")
+    }
+}
+
+#[cfg(test)]
+mod hostile_lines {
+    use super::*;
+
+    #[test]
+    fn server_text_cannot_break_a_markdown_line() {
+        assert_eq!(safe_mime("image/png"), "image/png");
+        assert_eq!(
+            safe_mime("text/plain; charset=utf-8"),
+            "text/plain; charset=utf-8"
+        );
+        let m = safe_mime("image/png) ![x](https://evil/beacon.png\n");
+        assert!(
+            !m.contains(')') && !m.contains('(') && !m.contains('\n') && !m.contains('!'),
+            "{m}"
+        );
+        assert_eq!(safe_mime(&"a".repeat(500)).len(), MAX_MIME_IN_LINE);
+
+        assert_eq!(
+            link_line("text/html", "https://x/y"),
+            "[text/html](https://x/y)"
+        );
+        for uri in [
+            "javascript:alert(1)",
+            "JAVASCRIPT:alert(1)",
+            "data:text/html,<script>",
+            "file:///etc/passwd",
+            "https://ok/](javascript:alert(1))",
+            "https://a b",
+            "https://x/`y`",
+        ] {
+            let l = link_line("text/html", uri);
+            // Shown as inline code (where markdown follows no link).
+            assert!(!l.starts_with('['), "{uri} became a link: {l}");
+            assert!(l.starts_with("text/html: `"), "{l}");
+            assert_eq!(l.matches('`').count(), 2, "{l}");
+        }
     }
 }
 
