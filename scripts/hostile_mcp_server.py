@@ -12,6 +12,9 @@ MODE is one of:
                   "[1,2,3]", a response for unknown id 999999; then the real response; then a
                   duplicate of the real response
   wrong_types     tools/call is answered with {"jsonrpc":"2.0","id":<id>,"result":"not an object"}
+  wrapper_exit    on tools/call starts `sleep 1000` (same process group, holding stdin, stdout
+                  and stderr: the real server behind an npx-style wrapper) and exits with 3
+                  without answering
   string_id       tools/call is answered with the id as a string ("3" for request 3), which
                   is another id; a correct answer follows after 300 ms
   close_stdout    answers initialize and tools/list, then closes stdout (fd 1) and keeps running
@@ -53,7 +56,7 @@ LATEST_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "wrong_types",
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
-         "slow_one", "notify_flood", "one_write", "string_id")
+         "slow_one", "notify_flood", "one_write", "string_id", "wrapper_exit")
 
 _out_lock = threading.Lock()
 _stdout_closed = False
@@ -262,6 +265,10 @@ def handle(msg):
     elif method == "tools/call":
         if MODE == "crash_mid_call":
             log("tools/call received: exiting with 3")
+            os._exit(3)
+        if MODE == "wrapper_exit":
+            subprocess.Popen(["sleep", "1000"])
+            log("tools/call received: left a grandchild holding the pipes; exiting with 3")
             os._exit(3)
         if MODE == "wrong_types":
             send_response({"jsonrpc": "2.0", "id": req_id, "result": "not an object"})

@@ -191,8 +191,10 @@ fn media_becomes_a_file_served_with_its_content_type() {
     assert!(bytes.starts_with(b"\x89PNG"));
     assert!(m.media().read("../x").is_err());
     assert!(m.media().read("/etc/passwd").is_err());
+    // Only http(s) resource links are links in what the model sees; a
+    // file: URI is shown as code (a host must not follow it blindly).
     let link = text(m.call("mcp__demo__resource_link", json!({})).unwrap());
-    assert_eq!(link, "[text/plain](file:///demo/readme.txt)");
+    assert_eq!(link, "text/plain: `file:///demo/readme.txt`");
 }
 
 #[test]

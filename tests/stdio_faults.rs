@@ -262,3 +262,21 @@ fn ids_match_in_type_and_value() {
         "answer to the right id"
     );
 }
+
+/// The direct child exits while a process it started (as `npx` and shell
+/// wrappers do) still holds its stdout: the call in flight fails with
+/// `Disconnected` at once, not after its timeout, and close() kills the
+/// whole group.
+#[test]
+fn a_wrapper_that_exits_fails_the_call_even_if_a_grandchild_holds_the_pipe() {
+    let opts = test_options().call_timeout(Duration::from_secs(60));
+    let s = hostile("wrapper_exit", opts).unwrap();
+    match s.call_tool("echo", json!({"text": "x"})) {
+        Err(McpError::Disconnected { reason, .. }) => {
+            assert!(reason.contains("exited"), "{reason}")
+        }
+        other => panic!("expected Disconnected, got {other:?}"),
+    }
+    assert!(!s.is_connected());
+    s.close().unwrap();
+}

@@ -473,7 +473,7 @@ impl McpServer {
         let pid = child.id();
         let child = Arc::new(Mutex::new(Some(child)));
 
-        let shared = StdinShared::new(stdin).and_then(|i| Ok((i, StdoutShared::new(stdout)?)));
+        let shared = StdinShared::new(stdin).and_then(|i| Ok((i, StdoutShared::new(stdout, pid)?)));
         let (stdin, stdout) = match shared {
             Ok((i, o)) => (Arc::new(i), Arc::new(o)),
             Err(source) => {

@@ -212,15 +212,35 @@ pub(super) struct StdoutShared {
     finished: AtomicBool,
     /// The connection whose messages are routed (set once it exists).
     peer: OnceLock<Weak<Peer>>,
+    /// A pidfd of the direct child (Linux 5.3+; `None` where there is
+    /// none): readable once the child has exited, even while a grandchild
+    /// (the real server behind an `npx`/`uvx`/shell wrapper) still holds
+    /// the stdout pipe open, so that pending calls fail at once instead of
+    /// waiting for their timeout.
+    pidfd: Option<OwnedFd>,
+}
+
+/// A pidfd for `pid`, when the kernel has `pidfd_open`.
+fn open_pidfd(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // or -1; no memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just returned to us and is owned by
+    // nothing else (pidfd_open sets close-on-exec).
+    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 impl StdoutShared {
     /// Makes the read end non-blocking (ours alone: the child holds the
     /// write end) and wraps it.
-    pub(super) fn new(stdout: ChildStdout) -> io::Result<StdoutShared> {
+    pub(super) fn new(stdout: ChildStdout, pid: u32) -> io::Result<StdoutShared> {
         let fd = stdout.as_raw_fd();
         set_nonblocking(fd)?;
         Ok(StdoutShared {
+            pidfd: open_pidfd(pid),
             fd,
             state: Mutex::new(ReadState {
                 r: BufReader::with_capacity(64 * 1024, stdout),
@@ -253,13 +273,21 @@ impl StdoutShared {
     }
 
     /// Waits for input or a hand-back; returns whether input woke it.
-    fn wait_input(&self) -> io::Result<bool> {
-        let mut fds = [pollfd(self.fd), pollfd(self.wake.rd.as_raw_fd())];
+    /// Waits for input, a wake-up, or the child's exit. Returns whether
+    /// there is input, and whether the child has exited.
+    fn wait_input(&self) -> io::Result<(bool, bool)> {
+        let pidfd = self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let mut fds = [
+            pollfd(self.fd),
+            pollfd(self.wake.rd.as_raw_fd()),
+            pollfd(pidfd),
+        ];
+        // A negative descriptor is ignored by poll.
         poll_fds(&mut fds, None)?;
         if fds[1].revents != 0 {
             self.wake.clear();
         }
-        Ok(fds[0].revents != 0)
+        Ok((fds[0].revents != 0, pidfd >= 0 && fds[2].revents != 0))
     }
 
     /// Reads on the calling thread until `ready()` is true after a routed
@@ -436,10 +464,10 @@ pub(super) fn reader_loop(
                 continue;
             }
         };
-        let input = match buffered {
-            true => false,
+        let (input, exited) = match buffered {
+            true => (false, false),
             false => match shared.wait_input() {
-                Ok(input) => input,
+                Ok(w) => w,
                 Err(e) => break format!("waiting for the server's stdout failed: {e}"),
             },
         };
@@ -447,7 +475,20 @@ pub(super) fn reader_loop(
             shared.back_off();
             continue;
         };
-        match st.drain(peer, max, &never) {
+        let drained = st.drain(peer, max, &never);
+        if exited && matches!(drained, Drained::WouldBlock(_) | Drained::Ready) {
+            // The child is gone and what it wrote is routed, but another
+            // process (a grandchild) holds its stdout open: nothing will
+            // answer the calls in flight.
+            drop(st);
+            break match exit_description(child) {
+                Some(status) => format!(
+                    "the server exited ({status}); a process it started still holds its stdout"
+                ),
+                None => "the server exited; a process it started still holds its stdout".to_owned(),
+            };
+        }
+        match drained {
             Drained::WouldBlock(0) if input => {
                 // A caller took the input that woke us.
                 drop(st);
