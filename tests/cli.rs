@@ -32,12 +32,16 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_skald-mcp"))
-            .args(args)
+        self.command(args).output().expect("the binary runs")
+    }
+
+    /// The CLI with `args`, on this environment's database.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_skald-mcp"));
+        c.args(args)
             .env("SKALD_MCP_DB", self.dir.join("mcp.db"))
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("the binary runs")
+            .env_remove("RUST_LOG");
+        c
     }
 
     fn ok(&self, args: &[&str]) -> String {
@@ -336,4 +340,25 @@ fn terminal_escapes_from_a_server_are_shown_not_obeyed() {
     ]);
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     assert!(out.contains("\\u{1b}]0;pwned\\u{7}\\u{1b}[2Jok"), "{out:?}");
+}
+
+/// `skald-mcp tools demo | head`: a closed stdout ends the CLI quietly
+/// (no panic, the SIGPIPE status a shell expects; open clients are closed
+/// first).
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let e = Env::new();
+    e.add_demo();
+    let mut cmd = e.command(&["tools", "demo"]);
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before anything is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
 }

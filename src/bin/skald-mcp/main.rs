@@ -12,14 +12,14 @@ mod term;
 /// window, clear the screen or forge output.
 macro_rules! out {
     ($($t:tt)*) => {
-        println!("{}", crate::term::clean(&format!($($t)*)))
+        crate::write_line(&mut std::io::stdout(), &crate::term::clean(&format!($($t)*)))
     };
 }
 
 /// `eprintln!`, cleaned like [`out!`].
 macro_rules! err {
     ($($t:tt)*) => {
-        eprintln!("{}", crate::term::clean(&format!($($t)*)))
+        crate::write_line(&mut std::io::stderr(), &crate::term::clean(&format!($($t)*)))
     };
 }
 
@@ -97,6 +97,25 @@ fn main() -> ExitCode {
                 McpError::Config { .. } | McpError::InvalidInput { .. } => EXIT_USAGE,
                 _ => EXIT_CONNECTION,
             })
+        }
+    }
+}
+
+/// The exit status when stdout is closed under us (`skald-mcp tools x |
+/// head`): what a shell shows for a process ended by SIGPIPE.
+const EXIT_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
+
+/// Writes one line; a closed pipe (the reader went away) ends the program
+/// quietly — open clients are closed first, so no server is left behind —
+/// where `println!` would panic.
+fn write_line(w: &mut impl std::io::Write, line: &str) {
+    if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            let clients: Vec<_> = ACTIVE.lock().drain(..).collect();
+            for c in clients {
+                let _ = c.close();
+            }
+            std::process::exit(EXIT_BROKEN_PIPE);
         }
     }
 }
