@@ -602,21 +602,11 @@ def handle_request(msg):
     elif method == "ping":
         send_result(req_id, {})
     elif method == "tools/list":
-        cursor = params.get("cursor")
-        offset = 0
-        if cursor is not None:
-            if not isinstance(cursor, str):
-                send_error(req_id, INVALID_PARAMS, "invalid cursor")
-                return
-            try:
-                offset = decode_cursor(cursor)
-            except ValueError:
-                send_error(req_id, INVALID_PARAMS, "invalid cursor")
-                return
-        page = TOOL_DEFS[offset:offset + PAGE_SIZE]
-        result = {"tools": page}
-        if offset + PAGE_SIZE < len(TOOL_DEFS):
-            result["nextCursor"] = encode_cursor(offset + PAGE_SIZE)
+        try:
+            result = list_tools_page(params)
+        except ValueError:
+            send_error(req_id, INVALID_PARAMS, "invalid cursor")
+            return
         send_result(req_id, result)
     elif method == "logging/setLevel":
         level = params.get("level")
@@ -627,13 +617,7 @@ def handle_request(msg):
             _min_log_level = level
         send_result(req_id, {})
     elif method == "tools/call":
-        if not isinstance(params.get("name"), str):
-            send_error(req_id, INVALID_PARAMS, "missing tool name")
-            return
-        ev = threading.Event()
-        with _state_lock:
-            _inflight[id_key(req_id)] = ev
-        threading.Thread(target=run_tool_call, args=(req_id, params, msg, ev), daemon=True).start()
+        start_tool_call(msg, req_id, params)
     else:
         send_error(req_id, METHOD_NOT_FOUND, f"method not found: {method}")
 
@@ -653,6 +637,17 @@ def answer_probe_as_legacy(req_id):
         send_error(req_id, INVALID_PARAMS, "invalid params: not initialized")
     else:
         send_error(req_id, METHOD_NOT_FOUND, "method not found: server/discover")
+
+
+def start_tool_call(msg, req_id, params):
+    """tools/call, in either era: on a thread of its own, cancellable."""
+    if not isinstance(params.get("name"), str):
+        send_error(req_id, INVALID_PARAMS, "missing tool name")
+        return
+    ev = threading.Event()
+    with _state_lock:
+        _inflight[id_key(req_id)] = ev
+    threading.Thread(target=run_tool_call, args=(req_id, params, msg, ev), daemon=True).start()
 
 
 def list_tools_page(params):
@@ -701,13 +696,7 @@ def handle_modern(msg, req_id, method, params, meta):
         result.update({"resultType": "complete", "ttlMs": TTL_MS, "cacheScope": "public", "_meta": info})
         send_result(req_id, result)
     elif method == "tools/call":
-        if not isinstance(params.get("name"), str):
-            send_error(req_id, INVALID_PARAMS, "missing tool name")
-            return
-        ev = threading.Event()
-        with _state_lock:
-            _inflight[id_key(req_id)] = ev
-        threading.Thread(target=run_tool_call, args=(req_id, params, msg, ev), daemon=True).start()
+        start_tool_call(msg, req_id, params)
     elif method == "subscriptions/listen":
         wanted = params.get("notifications")
         if not isinstance(wanted, dict):

@@ -9,12 +9,17 @@ use skald_mcp::{
     ResourceContents, Role, Root, SamplingRequest, SamplingResponse,
 };
 
-fn server() -> McpServer {
-    let cfg = McpServerConfig::stdio(
+/// The SDK resources server.
+fn config() -> McpServerConfig {
+    McpServerConfig::stdio(
         "res",
         "python3",
         [repo_path("tests/servers/fastmcp_resources_server.py")],
-    );
+    )
+}
+
+fn server() -> McpServer {
+    let cfg = config();
     McpServer::connect(&cfg, test_options()).expect("server starts")
 }
 
@@ -96,11 +101,7 @@ fn sampling_and_roots_through_the_sdk() {
     if !python_sdk_available() {
         return;
     }
-    let cfg = McpServerConfig::stdio(
-        "res",
-        "python3",
-        [repo_path("tests/servers/fastmcp_resources_server.py")],
-    );
+    let cfg = config();
     let opts = test_options()
         .sampling_handler(|req: &SamplingRequest| {
             assert_eq!(req.system_prompt.as_deref(), Some("be brief"));
@@ -161,11 +162,7 @@ fn list_changed_from_the_sdk_refreshes_the_cache() {
 /// Legacy: the server's notification on the session; modern: on the
 /// `subscriptions/listen` stream the client opened itself.
 fn list_changed_in(pref: EraPreference) {
-    let cfg = McpServerConfig::stdio(
-        "res",
-        "python3",
-        [repo_path("tests/servers/fastmcp_resources_server.py")],
-    );
+    let cfg = config();
     let s = McpServer::connect(&cfg, test_options().era(pref)).expect("server starts");
     let before = s.list_tools().unwrap().len();
     assert_eq!(
@@ -196,11 +193,7 @@ fn resource_subscription_over_subscriptions_listen() {
     if !python_sdk_available() {
         return;
     }
-    let cfg = McpServerConfig::stdio(
-        "res",
-        "python3",
-        [repo_path("tests/servers/fastmcp_resources_server.py")],
-    );
+    let cfg = config();
     let (ntx, nrx) = crossbeam_channel::unbounded();
     let s = McpServer::connect(&cfg, test_options().notifications(ntx)).expect("server starts");
     assert_eq!(s.initialize().unwrap().era, skald_mcp::Era::Modern);

@@ -1059,13 +1059,10 @@ impl Shared {
     ) -> Result<()> {
         let method = msg.get("method").and_then(Value::as_str);
         let session = self.snapshot();
-        let modern = headers::modern_version(msg).map(|v| {
-            let mut h = vec![(VERSION_HEADER.to_owned(), v.to_owned())];
-            if let Some(m) = method {
-                h.push(("Mcp-Method".to_owned(), m.to_owned()));
-            }
-            h
-        });
+        let modern = match (headers::modern_version(msg), method) {
+            (Some(_), Some(m)) => headers::request_headers(msg, m, None).ok(),
+            _ => None,
+        };
         let timeout = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));

@@ -34,12 +34,20 @@ pub(crate) fn is_repeatable(method: &str) -> bool {
         )
 }
 
+/// What a cached result is found and dropped by: its method and the
+/// parameters that shape it, and the URI of a `resources/read` (for
+/// `notifications/resources/updated`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Key {
+    text: String,
+    method: &'static str,
+    uri: Option<String>,
+}
+
 /// The cache key of a request, when its method is cacheable and it is no
 /// multi round-trip retry (those depend on inputs outside the key).
-pub(crate) fn key(method: &str, params: Option<&Value>) -> Option<String> {
-    if !CACHEABLE.contains(&method) {
-        return None;
-    }
+pub(crate) fn key(method: &str, params: Option<&Value>) -> Option<Key> {
+    let method = CACHEABLE.iter().copied().find(|m| *m == method)?;
     let mut shaping = serde_json::Map::new();
     if let Some(Value::Object(p)) = params {
         for (k, v) in p {
@@ -52,7 +60,19 @@ pub(crate) fn key(method: &str, params: Option<&Value>) -> Option<String> {
             }
         }
     }
-    Some(format!("{method} {}", Value::Object(shaping)))
+    let uri = (method == "resources/read")
+        .then(|| {
+            shaping
+                .get("uri")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .flatten();
+    Some(Key {
+        text: format!("{method} {}", Value::Object(shaping)),
+        method,
+        uri,
+    })
 }
 
 struct Entry {
@@ -70,12 +90,12 @@ pub(crate) struct ResultCache {
 
 impl ResultCache {
     /// The cached result for `key`, if still fresh.
-    pub(crate) fn get(&mut self, key: &str) -> Option<Value> {
+    pub(crate) fn get(&mut self, key: &Key) -> Option<Value> {
         let now = Instant::now();
-        match self.entries.get(key) {
+        match self.entries.get(&key.text) {
             Some(e) if now < e.fresh_until => Some(e.value.clone()),
             Some(_) => {
-                self.entries.remove(key);
+                self.entries.remove(&key.text);
                 None
             }
             None => None,
@@ -83,14 +103,11 @@ impl ResultCache {
     }
 
     /// Keeps `value` when its hints say it stays fresh for a while.
-    pub(crate) fn put(&mut self, key: String, method: &str, value: &Value) {
+    pub(crate) fn put(&mut self, key: Key, value: &Value) {
         let hints = CacheHints::of(value);
         if hints.ttl.is_zero() {
             return;
         }
-        let Some(method) = CACHEABLE.iter().copied().find(|m| *m == method) else {
-            return;
-        };
         // Measured once, only for results that are to be kept.
         if serde_json::to_vec(value).map_or(true, |b| b.len() > RESULT_CACHE_MAX_BYTES) {
             return;
@@ -99,7 +116,7 @@ impl ResultCache {
         let Some(fresh_until) = now.checked_add(hints.ttl) else {
             return;
         };
-        if self.entries.len() >= RESULT_CACHE_MAX_ENTRIES && !self.entries.contains_key(&key) {
+        if self.entries.len() >= RESULT_CACHE_MAX_ENTRIES && !self.entries.contains_key(&key.text) {
             self.entries.retain(|_, e| now < e.fresh_until);
             if self.entries.len() >= RESULT_CACHE_MAX_ENTRIES {
                 if let Some(k) = self
@@ -112,18 +129,13 @@ impl ResultCache {
                 }
             }
         }
-        let uri = (method == "resources/read")
-            .then(|| key.split_once(' ').map(|(_, p)| p))
-            .flatten()
-            .and_then(|p| serde_json::from_str::<Value>(p).ok())
-            .and_then(|p| crate::json::opt_str(&p, "uri"));
         self.entries.insert(
-            key,
+            key.text,
             Entry {
                 value: value.clone(),
                 fresh_until,
-                method,
-                uri,
+                method: key.method,
+                uri: key.uri,
             },
         );
     }
@@ -191,23 +203,15 @@ mod tests {
     fn fresh_results_are_served_and_invalidated() {
         let mut c = ResultCache::default();
         let k = key("tools/list", None).unwrap();
-        c.put(k.clone(), "tools/list", &json!({"tools": [], "ttlMs": 0}));
+        c.put(k.clone(), &json!({"tools": [], "ttlMs": 0}));
         assert!(c.get(&k).is_none(), "ttlMs 0 is stale at once");
-        c.put(
-            k.clone(),
-            "tools/list",
-            &json!({"tools": [], "ttlMs": 60000}),
-        );
+        c.put(k.clone(), &json!({"tools": [], "ttlMs": 60000}));
         assert!(c.get(&k).is_some());
         c.on_notification("notifications/tools/list_changed", &json!({}));
         assert!(c.get(&k).is_none());
 
         let r = key("resources/read", Some(&json!({"uri": "file:///a"}))).unwrap();
-        c.put(
-            r.clone(),
-            "resources/read",
-            &json!({"contents": [], "ttlMs": 60000}),
-        );
+        c.put(r.clone(), &json!({"contents": [], "ttlMs": 60000}));
         c.on_notification(
             "notifications/resources/updated",
             &json!({"uri": "file:///b"}),
@@ -225,11 +229,7 @@ mod tests {
         let mut c = ResultCache::default();
         for i in 0..RESULT_CACHE_MAX_ENTRIES + 10 {
             let k = key("resources/read", Some(&json!({"uri": format!("u{i}")}))).unwrap();
-            c.put(
-                k,
-                "resources/read",
-                &json!({"contents": [], "ttlMs": 60000}),
-            );
+            c.put(k, &json!({"contents": [], "ttlMs": 60000}));
         }
         assert_eq!(c.len(), RESULT_CACHE_MAX_ENTRIES);
     }

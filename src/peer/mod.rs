@@ -246,28 +246,6 @@ pub(crate) fn client_capabilities(opts: &ClientOptions, can_answer_requests: boo
     Value::Object(caps)
 }
 
-/// `params` with the modern `meta` merged into its `_meta` (keys already
-/// there, such as a `progressToken`, stay). Err when params is no object.
-fn with_meta(
-    params: Option<Value>,
-    meta: Map<String, Value>,
-) -> std::result::Result<Value, &'static str> {
-    let mut p = params.unwrap_or_else(|| Value::Object(Map::new()));
-    let obj = p.as_object_mut().ok_or("must be an object")?;
-    match obj.get_mut("_meta") {
-        Some(Value::Object(existing)) => {
-            for (k, v) in meta {
-                existing.insert(k, v);
-            }
-        }
-        Some(_) => return Err("has a _meta that is not an object"),
-        None => {
-            obj.insert("_meta".into(), Value::Object(meta));
-        }
-    }
-    Ok(p)
-}
-
 pub(crate) fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo> {
     let protocol = |message: String| McpError::Protocol {
         server: server.to_owned(),
@@ -635,7 +613,12 @@ impl Peer {
 
     /// Checks a modern result's `resultType`, notes the `serverInfo` it
     /// carries and caches it when it says so.
-    fn complete_result(&self, method: &str, v: Value, cache_key: Option<String>) -> Result<Value> {
+    fn complete_result(
+        &self,
+        method: &str,
+        v: Value,
+        cache_key: Option<cache::Key>,
+    ) -> Result<Value> {
         match ResultType::of(&v) {
             ResultType::Complete => {}
             ResultType::InputRequired => {
@@ -670,7 +653,7 @@ impl Peer {
             }
         }
         if let Some(k) = cache_key {
-            self.cache.lock().put(k, method, &v);
+            self.cache.lock().put(k, &v);
         }
         Ok(v)
     }

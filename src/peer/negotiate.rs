@@ -13,7 +13,7 @@ use std::time::Instant;
 use crossbeam_channel::{at, bounded, never, select, Receiver};
 use serde_json::{json, Map, Value};
 
-use super::{parse_initialize, with_meta, CallEvent, Negotiated, Peer, Pending};
+use super::{parse_initialize, CallEvent, Negotiated, Peer, Pending};
 use crate::client::{
     CallOptions, ClientOptions, Implementation, InitializeInfo, ServerCapabilities,
 };
@@ -175,7 +175,11 @@ impl Peer {
     /// The `server/discover` request of the probe.
     fn discover_params(&self, version: &str) -> Value {
         let meta = request_meta(&self.opts, version, *self.log_level.lock());
-        with_meta(None, meta).unwrap_or(Value::Null)
+        let extra = crate::jsonrpc::MetaExtra {
+            shared: Some(&meta),
+            progress_token: None,
+        };
+        crate::jsonrpc::params_value(None, extra).unwrap_or(Value::Null)
     }
 
     /// Probes with `server/discover`; `fallback`: a legacy answer leads to
@@ -330,8 +334,8 @@ impl Peer {
         requested: &str,
         fallback: bool,
     ) -> Next {
-        let verdict = match &a {
-            Ok(v) => era::classify(Ok(v), requested),
+        let verdict = match a {
+            Ok(v) => era::classify(Ok(&v), requested),
             Err(Answer::Rpc(e)) => era::classify(
                 Err(Some((e.code, e.message.as_str(), e.data.as_ref()))),
                 requested,
@@ -340,12 +344,7 @@ impl Peer {
             Err(Answer::Failed(McpError::Http {
                 status: Some(s), ..
             })) => era::classify(Err(None), requested).with_reason(format!("HTTP {s}")),
-            Err(Answer::Failed(_)) => {
-                let Err(Answer::Failed(e)) = a else {
-                    unreachable!()
-                };
-                return Next::Fail(e);
-            }
+            Err(Answer::Failed(e)) => return Next::Fail(e),
         };
         match verdict {
             Verdict::Modern { version, discover } => {
