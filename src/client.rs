@@ -524,6 +524,13 @@ pub struct InitializeInfo {
 /// Every method blocks the calling thread and is safe to call from many
 /// threads at once: requests are pipelined on the one connection and each
 /// response is routed to its caller by id.
+///
+/// The crate's transports implement it: [`McpServer`](crate::McpServer)
+/// (stdio) and [`McpHttpServer`](crate::McpHttpServer) (Streamable HTTP),
+/// through one crate-private blanket implementation (shown below as
+/// `impl<C: Connection>`). Implement it yourself for a test double or a
+/// proxy; [`connect`](crate::connect) picks the transport from a
+/// configuration.
 pub trait McpServerClient: Send + Sync {
     /// The configured server name.
     fn name(&self) -> &str;

@@ -69,7 +69,7 @@ use serde_json::Value;
 use ureq::http::{HeaderValue, Response, StatusCode};
 use ureq::{Agent, Body, RequestBuilder};
 
-use crate::client::{ClientOptions, McpServerClient};
+use crate::client::ClientOptions;
 use crate::config::{shown_url, McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::limits::{
@@ -1242,7 +1242,7 @@ impl McpHttpServer {
     }
 
     /// Prepares the connection without the handshake; the first request
-    /// performs it (or call [`McpServerClient::initialize`]). No request is
+    /// performs it (or call [`McpServerClient::initialize`](crate::McpServerClient::initialize)). No request is
     /// made yet.
     pub fn new(config: &McpServerConfig, options: ClientOptions) -> Result<McpHttpServer> {
         config.validate()?;
@@ -1425,10 +1425,12 @@ impl Drop for McpHttpServer {
     }
 }
 
-impl McpServerClient for McpHttpServer {
-    crate::peer::peer_client_methods!();
+impl crate::peer::Connection for McpHttpServer {
+    fn peer(&self) -> &Peer {
+        &self.peer
+    }
 
-    fn close(&self) -> Result<()> {
+    fn close_connection(&self) -> Result<()> {
         self.shutdown(true);
         Ok(())
     }

@@ -1123,68 +1123,76 @@ impl Peer {
     }
 }
 
-/// The [`McpServerClient`](crate::McpServerClient) methods every transport
-/// implements by delegating to its `peer` field: everything but `close`,
-/// which is the transport's own.
-macro_rules! peer_client_methods {
-    () => {
-        fn name(&self) -> &str {
-            &self.peer.name
-        }
-
-        fn initialize(&self) -> $crate::Result<$crate::InitializeInfo> {
-            self.peer.initialize()
-        }
-
-        fn list_tools(&self) -> $crate::Result<Vec<$crate::McpTool>> {
-            self.peer.list_tools()
-        }
-
-        fn call_tool_with(
-            &self,
-            name: &str,
-            arguments: serde_json::Value,
-            options: &$crate::CallOptions,
-        ) -> $crate::Result<$crate::McpCallResult> {
-            self.peer.call_tool(name, arguments, options)
-        }
-
-        fn ping(&self) -> $crate::Result<()> {
-            self.peer.ping()
-        }
-
-        fn request(
-            &self,
-            method: &str,
-            params: Option<serde_json::Value>,
-            options: &$crate::CallOptions,
-        ) -> $crate::Result<serde_json::Value> {
-            self.peer.request(method, params, options)
-        }
-
-        fn notify(&self, method: &str, params: Option<serde_json::Value>) -> $crate::Result<()> {
-            self.peer.notify(method, params)
-        }
-
-        fn is_connected(&self) -> bool {
-            self.peer.is_alive()
-        }
-
-        fn protocol_version(&self) -> Option<String> {
-            self.peer.init_info().map(|i| i.protocol_version)
-        }
-
-        fn server_capabilities(&self) -> Option<$crate::ServerCapabilities> {
-            self.peer.init_info().map(|i| i.capabilities)
-        }
-
-        fn server_info(&self) -> Option<$crate::Implementation> {
-            self.peer.init_info().map(|i| i.server_info)
-        }
-
-        fn cached_tools(&self) -> Option<std::sync::Arc<Vec<$crate::McpTool>>> {
-            self.peer.cached_tools()
-        }
-    };
+/// What a transport is to the public [`McpServerClient`] trait: a [`Peer`]
+/// (which does everything protocol-level) and a way to close.
+///
+/// Every transport implements this and nothing else of the trait: the
+/// blanket implementation below delegates the rest to the peer, so adding a
+/// transport is one [`Outbound`] implementation, one `Connection` and one
+/// arm of [`crate::connect`]. The trait is crate-private, so it is sealed: a
+/// user's own `McpServerClient` (a test double, a proxy) is unaffected.
+pub(crate) trait Connection: Send + Sync {
+    /// The protocol peer this connection feeds.
+    fn peer(&self) -> &Peer;
+    /// Ends the connection (the transport's own shutdown).
+    fn close_connection(&self) -> Result<()>;
 }
-pub(crate) use peer_client_methods;
+
+impl<C: Connection> crate::McpServerClient for C {
+    fn name(&self) -> &str {
+        &self.peer().name
+    }
+
+    fn initialize(&self) -> Result<crate::InitializeInfo> {
+        self.peer().initialize()
+    }
+
+    fn list_tools(&self) -> Result<Vec<McpTool>> {
+        self.peer().list_tools()
+    }
+
+    fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<crate::McpCallResult> {
+        self.peer().call_tool(name, arguments, options)
+    }
+
+    fn ping(&self) -> Result<()> {
+        self.peer().ping()
+    }
+
+    fn request(&self, method: &str, params: Option<Value>, options: &CallOptions) -> Result<Value> {
+        self.peer().request(method, params, options)
+    }
+
+    fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        self.peer().notify(method, params)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.close_connection()
+    }
+
+    fn is_connected(&self) -> bool {
+        self.peer().is_alive()
+    }
+
+    fn protocol_version(&self) -> Option<String> {
+        self.peer().init_info().map(|i| i.protocol_version)
+    }
+
+    fn server_capabilities(&self) -> Option<crate::ServerCapabilities> {
+        self.peer().init_info().map(|i| i.capabilities)
+    }
+
+    fn server_info(&self) -> Option<crate::Implementation> {
+        self.peer().init_info().map(|i| i.server_info)
+    }
+
+    fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        self.peer().cached_tools()
+    }
+}

@@ -37,7 +37,7 @@ use crossbeam_channel::{
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::client::{ClientOptions, McpServerClient};
+use crate::client::ClientOptions;
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
 use crate::jsonrpc;
@@ -442,7 +442,7 @@ impl McpServer {
     }
 
     /// Spawns the server without the handshake; the first request performs
-    /// it (or call [`McpServerClient::initialize`]).
+    /// it (or call [`McpServerClient::initialize`](crate::McpServerClient::initialize)).
     pub fn spawn(config: &McpServerConfig, options: ClientOptions) -> Result<McpServer> {
         config.validate()?;
         if config.transport != McpTransport::Stdio {
@@ -789,10 +789,12 @@ fn stderr_loop(stderr: ChildStderr, peer: &Peer) {
     }
 }
 
-impl McpServerClient for McpServer {
-    crate::peer::peer_client_methods!();
+impl crate::peer::Connection for McpServer {
+    fn peer(&self) -> &Peer {
+        &self.peer
+    }
 
-    fn close(&self) -> Result<()> {
+    fn close_connection(&self) -> Result<()> {
         self.shutdown();
         Ok(())
     }
