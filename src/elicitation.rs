@@ -13,7 +13,10 @@
 use std::fmt;
 use std::time::Instant;
 
+use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
+
+use crate::model::wire;
 
 /// What kind of input an elicitation asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,24 +315,14 @@ pub(crate) fn parse_request(
     params: &Value,
     deadline: Instant,
 ) -> Result<ElicitationRequest, String> {
-    let message = params
-        .get("message")
-        .and_then(Value::as_str)
-        .ok_or("elicitation/create has no message")?
-        .to_owned();
-    let schema = params
-        .get("requestedSchema")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let mode = match params.get("mode").and_then(Value::as_str) {
+    let w = wire::ElicitParams::deserialize(params).unwrap_or_default();
+    let message = w.message.ok_or("elicitation/create has no message")?;
+    let schema = w.requested_schema.unwrap_or(Value::Null);
+    let mode = match w.mode.as_deref() {
         None | Some("form") => ElicitationMode::Form,
         Some("url") => ElicitationMode::Url {
-            url: params
-                .get("url")
-                .and_then(Value::as_str)
-                .ok_or("url-mode elicitation has no url")?
-                .to_owned(),
-            elicitation_id: crate::json::opt_str(params, "elicitationId"),
+            url: w.url.ok_or("url-mode elicitation has no url")?,
+            elicitation_id: w.elicitation_id,
         },
         Some(other) => return Err(format!("unknown elicitation mode {other:?}")),
     };

@@ -1,8 +1,9 @@
 //! Prompts (`prompts/*`): message templates a server offers.
 
+use serde::Deserialize as _;
 use serde_json::Value;
 
-use crate::json::opt_str as s;
+use crate::model::wire;
 
 use crate::result::{classify_content, McpMedia};
 
@@ -43,17 +44,6 @@ pub enum Role {
     Assistant,
 }
 
-impl Role {
-    /// The `role` of message `i` of a prompt or sampling conversation.
-    pub(crate) fn of_message(m: &Value, i: usize) -> Result<Role, String> {
-        match m.get("role").and_then(Value::as_str) {
-            Some("user") => Ok(Role::User),
-            Some("assistant") => Ok(Role::Assistant),
-            other => Err(format!("message {i} has role {other:?}")),
-        }
-    }
-}
-
 /// The content of one prompt message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptContent {
@@ -84,27 +74,21 @@ pub struct GetPromptResult {
 impl Prompt {
     /// Maps one element of `prompts/list`.
     pub fn from_json(v: &Value) -> Result<Prompt, String> {
-        let arguments = v
-            .get("arguments")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| {
-                        Some(PromptArgument {
-                            name: s(x, "name")?,
-                            title: s(x, "title"),
-                            description: s(x, "description"),
-                            required: x.get("required").and_then(Value::as_bool).unwrap_or(false),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let w = wire::Prompt::deserialize(v).unwrap_or_default();
         Ok(Prompt {
-            name: s(v, "name").ok_or("prompt has no name")?,
-            title: s(v, "title"),
-            description: s(v, "description"),
-            arguments,
+            name: w.name.ok_or("prompt has no name")?,
+            title: w.title,
+            description: w.description,
+            arguments: w
+                .arguments
+                .into_iter()
+                .map(|a| PromptArgument {
+                    name: a.name,
+                    title: a.title,
+                    description: a.description,
+                    required: a.required.unwrap_or(false),
+                })
+                .collect(),
             raw: v.clone(),
         })
     }
@@ -113,18 +97,16 @@ impl Prompt {
 impl GetPromptResult {
     /// Maps a `prompts/get` result.
     pub fn from_json(v: &Value) -> Result<GetPromptResult, String> {
-        let msgs = v
-            .get("messages")
-            .and_then(Value::as_array)
-            .ok_or("prompts/get result has no messages")?;
+        let w = wire::GetPromptResult::deserialize(v).unwrap_or_default();
+        let msgs = w.messages.ok_or("prompts/get result has no messages")?;
         let mut messages = Vec::with_capacity(msgs.len());
-        for (i, m) in msgs.iter().enumerate() {
-            let role = Role::of_message(m, i)?;
+        for (i, m) in msgs.into_iter().enumerate() {
+            let role = m.role(i)?;
             let content = m
-                .get("content")
+                .content
                 .ok_or_else(|| format!("message {i} has no content"))?;
-            let one = Value::Array(vec![content.clone()]);
-            let c = classify_content(&one).map_err(|e| format!("message {i}: {e}"))?;
+            let c = classify_content(&Value::Array(vec![content]))
+                .map_err(|e| format!("message {i}: {e}"))?;
             let content = match c.media.into_iter().next() {
                 Some(media) => PromptContent::Media(media),
                 None => PromptContent::Text(c.text),
@@ -132,7 +114,7 @@ impl GetPromptResult {
             messages.push(PromptMessage { role, content });
         }
         Ok(GetPromptResult {
-            description: s(v, "description"),
+            description: w.description,
             messages,
         })
     }
@@ -142,6 +124,18 @@ impl GetPromptResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn sloppy_arguments_are_skipped() {
+        let p = Prompt::from_json(&json!({"name":"p","arguments":[{"name":"a","required":"yes"},"b",{"title":"no name"}]})).unwrap();
+        assert_eq!(p.arguments.len(), 1);
+        assert!(!p.arguments[0].required);
+        assert!(Prompt::from_json(&json!({"name":"p","arguments":"x"}))
+            .unwrap()
+            .arguments
+            .is_empty());
+        assert!(GetPromptResult::from_json(&json!({"messages":"x"})).is_err());
+    }
 
     #[test]
     fn mapping() {

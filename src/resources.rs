@@ -1,9 +1,10 @@
 //! Resources (`resources/*`): data a server exposes by URI.
 
 use base64::Engine as _;
+use serde::Deserialize as _;
 use serde_json::Value;
 
-use crate::json::opt_str as s;
+use crate::model::wire;
 
 /// A resource a server lists.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,13 +68,14 @@ pub enum ResourceContents {
 impl Resource {
     /// Maps one element of `resources/list`.
     pub fn from_json(v: &Value) -> Result<Resource, String> {
+        let w = wire::Resource::deserialize(v).unwrap_or_default();
         Ok(Resource {
-            uri: s(v, "uri").ok_or("resource has no uri")?,
-            name: s(v, "name").unwrap_or_default(),
-            title: s(v, "title"),
-            description: s(v, "description"),
-            mime_type: s(v, "mimeType"),
-            size: v.get("size").and_then(Value::as_u64),
+            uri: w.uri.ok_or("resource has no uri")?,
+            name: w.name.unwrap_or_default(),
+            title: w.title,
+            description: w.description,
+            mime_type: w.mime_type,
+            size: w.size,
             raw: v.clone(),
         })
     }
@@ -82,12 +84,15 @@ impl Resource {
 impl ResourceTemplate {
     /// Maps one element of `resources/templates/list`.
     pub fn from_json(v: &Value) -> Result<ResourceTemplate, String> {
+        let w = wire::ResourceTemplate::deserialize(v).unwrap_or_default();
         Ok(ResourceTemplate {
-            uri_template: s(v, "uriTemplate").ok_or("resource template has no uriTemplate")?,
-            name: s(v, "name").unwrap_or_default(),
-            title: s(v, "title"),
-            description: s(v, "description"),
-            mime_type: s(v, "mimeType"),
+            uri_template: w
+                .uri_template
+                .ok_or("resource template has no uriTemplate")?,
+            name: w.name.unwrap_or_default(),
+            title: w.title,
+            description: w.description,
+            mime_type: w.mime_type,
             raw: v.clone(),
         })
     }
@@ -96,18 +101,18 @@ impl ResourceTemplate {
 impl ResourceContents {
     /// Maps one element of `resources/read`'s `contents`.
     pub fn from_json(v: &Value) -> Result<ResourceContents, String> {
-        let uri = s(v, "uri").ok_or("resource contents have no uri")?;
-        let mime_type = s(v, "mimeType");
-        if let Some(text) = v.get("text").and_then(Value::as_str) {
+        let w = wire::ResourceContents::deserialize(v).unwrap_or_default();
+        let uri = w.uri.ok_or("resource contents have no uri")?;
+        let mime_type = w.mime_type;
+        if let Some(text) = w.text {
             return Ok(ResourceContents::Text {
                 uri,
                 mime_type,
-                text: text.to_owned(),
+                text,
             });
         }
-        let blob = v
-            .get("blob")
-            .and_then(Value::as_str)
+        let blob = w
+            .blob
             .ok_or_else(|| format!("contents of {uri} have neither text nor blob"))?;
         let data = base64::engine::general_purpose::STANDARD
             .decode(blob.trim())
@@ -156,5 +161,17 @@ mod tests {
         assert_eq!(c.bytes(), b"hi");
         assert!(ResourceContents::from_json(&json!({"uri":"x://3"})).is_err());
         assert!(ResourceContents::from_json(&json!({"uri":"x://3","blob":"@@"})).is_err());
+    }
+
+    #[test]
+    fn sloppy_members_are_absent_not_fatal() {
+        let r = Resource::from_json(
+            &json!({"uri":"file:///a","name":7,"mimeType":null,"size":"3","extra":{"x":1}}),
+        )
+        .unwrap();
+        assert_eq!((r.name.as_str(), r.mime_type, r.size), ("", None, None));
+        assert_eq!(r.raw["extra"]["x"], 1, "unknown members are kept in raw");
+        assert!(Resource::from_json(&json!({"uri": 5})).is_err());
+        assert!(Resource::from_json(&json!("file:///a")).is_err());
     }
 }

@@ -4,8 +4,10 @@
 
 use std::time::Instant;
 
+use serde::Deserialize as _;
 use serde_json::{json, Value};
 
+use crate::model::wire;
 use crate::prompts::{PromptContent, Role};
 use crate::result::{classify_content, McpMedia};
 
@@ -121,27 +123,24 @@ pub(crate) fn parse_request(
     params: &Value,
     deadline: Instant,
 ) -> Result<SamplingRequest, String> {
-    let msgs = params
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or("sampling/createMessage has no messages")?;
+    let w = wire::CreateMessageParams::deserialize(params).unwrap_or_default();
+    let msgs = w.messages.ok_or("sampling/createMessage has no messages")?;
     let mut messages = Vec::with_capacity(msgs.len());
-    for (i, m) in msgs.iter().enumerate() {
-        let role = Role::of_message(m, i)?;
-        let blocks = match m.get("content") {
-            Some(Value::Array(a)) => Value::Array(a.clone()),
-            Some(one) => Value::Array(vec![one.clone()]),
+    for (i, m) in msgs.into_iter().enumerate() {
+        let role = m.role(i)?;
+        let blocks = match m.content {
+            Some(Value::Array(a)) => a,
+            Some(one) => vec![one],
             None => return Err(format!("message {i} has no content")),
         };
         let mut content = Vec::new();
-        for b in blocks.as_array().into_iter().flatten() {
-            let c = classify_content(&Value::Array(vec![b.clone()]))
+        for b in blocks {
+            let is_text = b.get("type").and_then(Value::as_str) == Some("text");
+            let c = classify_content(&Value::Array(vec![b]))
                 .map_err(|e| format!("message {i}: {e}"))?;
             match c.media.into_iter().next() {
                 Some(media) => content.push(PromptContent::Media(media)),
-                None if b.get("type").and_then(Value::as_str) == Some("text") => {
-                    content.push(PromptContent::Text(c.text))
-                }
+                None if is_text => content.push(PromptContent::Text(c.text)),
                 None => {} // tool_use / tool_result blocks are passed in `raw`
             }
         }
@@ -150,14 +149,13 @@ pub(crate) fn parse_request(
     Ok(SamplingRequest {
         server: server.to_owned(),
         messages,
-        system_prompt: crate::json::opt_str(params, "systemPrompt"),
-        max_tokens: params
-            .get("maxTokens")
-            .and_then(Value::as_u64)
+        system_prompt: w.system_prompt,
+        max_tokens: w
+            .max_tokens
             .ok_or("sampling/createMessage has no maxTokens")?,
-        temperature: params.get("temperature").and_then(Value::as_f64),
-        stop_sequences: crate::json::strings(params, "stopSequences"),
-        model_preferences: params.get("modelPreferences").cloned(),
+        temperature: w.temperature,
+        stop_sequences: w.stop_sequences,
+        model_preferences: w.model_preferences,
         raw: params.clone(),
         deadline,
     })

@@ -1,9 +1,12 @@
 //! Tool definitions as listed by `tools/list`.
 //!
-//! [`McpTool::from_json`] is the one place that maps the wire shape to the
-//! typed value; both transports use it.
+//! [`McpTool::from_json`] is the one place that maps the wire shape (the
+//! serde type in `model`) to the typed value; both transports use it.
 
+use serde::Deserialize as _;
 use serde_json::{json, Value};
+
+use crate::model::wire;
 
 /// Whether a tool may or must be run as a task (`execution.taskSupport`,
 /// MCP 2025-11-25).
@@ -60,14 +63,13 @@ pub struct ToolAnnotations {
 }
 
 impl ToolAnnotations {
-    fn from_json(v: &Value) -> ToolAnnotations {
-        let b = |k: &str| v.get(k).and_then(Value::as_bool);
+    fn from_wire(w: wire::ToolAnnotations) -> ToolAnnotations {
         ToolAnnotations {
-            title: crate::json::opt_str(v, "title"),
-            read_only_hint: b("readOnlyHint"),
-            destructive_hint: b("destructiveHint"),
-            idempotent_hint: b("idempotentHint"),
-            open_world_hint: b("openWorldHint"),
+            title: w.title,
+            read_only_hint: w.read_only_hint,
+            destructive_hint: w.destructive_hint,
+            idempotent_hint: w.idempotent_hint,
+            open_world_hint: w.open_world_hint,
         }
     }
 
@@ -105,30 +107,25 @@ impl McpTool {
     /// string `name`; missing optional members take their defaults, and a
     /// missing `inputSchema` becomes an empty object schema.
     pub fn from_json(v: &Value) -> Result<McpTool, String> {
-        let name = v
-            .get("name")
-            .and_then(Value::as_str)
+        let w = wire::Tool::deserialize(v).unwrap_or_default();
+        let name = w
+            .name
             .filter(|n| !n.is_empty())
             .ok_or_else(|| "tool definition has no name".to_string())?;
-        let s = |k: &str| crate::json::opt_str(v, k);
-        let input_schema = match v.get("inputSchema") {
-            Some(schema @ Value::Object(_)) => schema.clone(),
-            _ => json!({"type": "object"}),
-        };
         Ok(McpTool {
-            name: name.to_owned(),
-            title: s("title"),
-            description: s("description"),
-            input_schema,
-            output_schema: v.get("outputSchema").filter(|s| s.is_object()).cloned(),
-            annotations: v
-                .get("annotations")
-                .map(ToolAnnotations::from_json)
+            name,
+            title: w.title,
+            description: w.description,
+            input_schema: w.input_schema.unwrap_or_else(|| json!({"type": "object"})),
+            output_schema: w.output_schema,
+            annotations: w
+                .annotations
+                .map(ToolAnnotations::from_wire)
                 .unwrap_or_default(),
-            task_support: v
-                .pointer("/execution/taskSupport")
-                .and_then(Value::as_str)
-                .map(TaskSupport::parse)
+            task_support: w
+                .execution
+                .and_then(|e| e.task_support)
+                .map(|t| TaskSupport::parse(&t))
                 .unwrap_or_default(),
             raw: v.clone(),
         })

@@ -9,10 +9,16 @@
 mod cache;
 mod discover;
 mod implementation;
+mod initialize;
+mod lenient;
 mod meta;
+mod prompt;
+mod requests;
+mod resource;
 mod result_type;
 mod subscriptions;
 mod task;
+mod tool;
 mod tool_headers;
 
 pub use cache::{CacheHints, CacheScope};
@@ -25,6 +31,18 @@ pub(crate) use subscriptions::Acknowledged;
 pub use subscriptions::ListenFilter;
 pub use task::{CreateTaskResult, TaskStatus};
 pub(crate) use tool_headers::{annotations, validate_tool};
+
+/// The wire shapes the public types of the crate's other modules
+/// ([`McpTool`](crate::McpTool), [`Resource`](crate::Resource),
+/// [`Prompt`](crate::Prompt), the elicitation and sampling requests) are
+/// built from.
+pub(crate) mod wire {
+    pub(crate) use super::initialize::InitializeResult;
+    pub(crate) use super::prompt::{GetPromptResult, Prompt};
+    pub(crate) use super::requests::{CreateMessageParams, ElicitParams};
+    pub(crate) use super::resource::{Resource, ResourceContents, ResourceTemplate};
+    pub(crate) use super::tool::{Tool, ToolAnnotations};
+}
 
 use serde_json::Value;
 

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{at, bounded, never, select, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
+use serde::Deserialize as _;
 use serde_json::{json, Map, Value};
 
 mod cache;
@@ -252,33 +253,26 @@ pub(crate) fn parse_initialize(server: &str, v: &Value) -> Result<InitializeInfo
         method: Some("initialize".into()),
         message,
     };
-    let protocol_version = v
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .ok_or_else(|| protocol(format!("result has no protocolVersion: {}", excerpt(v))))?
-        .to_owned();
-    let capabilities = match v.get("capabilities") {
-        Some(c @ Value::Object(_)) => c.clone(),
-        None | Some(Value::Null) => json!({}),
+    let w = crate::model::wire::InitializeResult::deserialize(v).unwrap_or_default();
+    let protocol_version = w
+        .protocol_version
+        .ok_or_else(|| protocol(format!("result has no protocolVersion: {}", excerpt(v))))?;
+    let capabilities = match w.capabilities {
+        Some(c @ Value::Object(_)) => c,
+        None => json!({}),
         Some(other) => {
             return Err(protocol(format!(
                 "capabilities is not an object: {}",
-                excerpt(other)
+                excerpt(&other)
             )))
         }
     };
-    let si = v.get("serverInfo").unwrap_or(&Value::Null);
-    let s = |k: &str| crate::json::opt_str(si, k);
     Ok(InitializeInfo {
         era: Era::Legacy,
         protocol_version,
         capabilities: ServerCapabilities(capabilities),
-        server_info: Implementation {
-            name: s("name").unwrap_or_default(),
-            version: s("version").unwrap_or_default(),
-            title: s("title"),
-        },
-        instructions: crate::json::opt_str(v, "instructions"),
+        server_info: w.server_info.unwrap_or_default(),
+        instructions: w.instructions,
     })
 }
 
