@@ -44,6 +44,17 @@ pub enum Role {
     Assistant,
 }
 
+impl Role {
+    /// The `role` of message `i` of a prompt or sampling conversation.
+    pub(crate) fn of_message(m: &wire::Message, i: usize) -> Result<Role, String> {
+        match m.role.as_deref() {
+            Some("user") => Ok(Role::User),
+            Some("assistant") => Ok(Role::Assistant),
+            other => Err(format!("message {i} has role {other:?}")),
+        }
+    }
+}
+
 /// The content of one prompt message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptContent {
@@ -101,7 +112,7 @@ impl GetPromptResult {
         let msgs = w.messages.ok_or("prompts/get result has no messages")?;
         let mut messages = Vec::with_capacity(msgs.len());
         for (i, m) in msgs.into_iter().enumerate() {
-            let role = m.role(i)?;
+            let role = Role::of_message(&m, i)?;
             let content = m
                 .content
                 .ok_or_else(|| format!("message {i} has no content"))?;

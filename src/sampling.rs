@@ -127,7 +127,7 @@ pub(crate) fn parse_request(
     let msgs = w.messages.ok_or("sampling/createMessage has no messages")?;
     let mut messages = Vec::with_capacity(msgs.len());
     for (i, m) in msgs.into_iter().enumerate() {
-        let role = m.role(i)?;
+        let role = Role::of_message(&m, i)?;
         let blocks = match m.content {
             Some(Value::Array(a)) => a,
             Some(one) => vec![one],

@@ -38,7 +38,7 @@ pub(crate) use tool_headers::{annotations, validate_tool};
 /// built from.
 pub(crate) mod wire {
     pub(crate) use super::initialize::InitializeResult;
-    pub(crate) use super::prompt::{GetPromptResult, Prompt};
+    pub(crate) use super::prompt::{GetPromptResult, Message, Prompt};
     pub(crate) use super::requests::{CreateMessageParams, ElicitParams};
     pub(crate) use super::resource::{Resource, ResourceContents, ResourceTemplate};
     pub(crate) use super::tool::{Tool, ToolAnnotations};

@@ -55,14 +55,3 @@ pub(crate) struct Message {
     #[serde(default)]
     pub(crate) content: Option<Value>,
 }
-
-impl Message {
-    /// The role, or a message naming message `i` and what it had.
-    pub(crate) fn role(&self, i: usize) -> Result<crate::prompts::Role, String> {
-        match self.role.as_deref() {
-            Some("user") => Ok(crate::prompts::Role::User),
-            Some("assistant") => Ok(crate::prompts::Role::Assistant),
-            other => Err(format!("message {i} has role {other:?}")),
-        }
-    }
-}
