@@ -1,15 +1,28 @@
-//! Tasks (MCP 2025-11-25): a server may defer an expensive `tools/call` and
-//! answer with a task handle instead of the result. The client then polls
-//! `tasks/get` until the task ends and fetches the result with
-//! `tasks/result` — block-and-poll, on the caller's thread. A task that
-//! reports `input_required` is waited on through `tasks/result` at once: the
-//! server sends the requests it waits on (elicitation, sampling) while that
-//! request is open, and the connection's handlers answer them.
+//! Tasks: a server may defer an expensive `tools/call` and answer with a
+//! task handle instead of the result. The client polls the task to its end
+//! on the caller's thread (block-and-poll) and hands the caller the final
+//! result, never the handle. One driver serves both flavours:
+//!
+//! - **2025-11-25** (legacy era, `tasks` in the core): `tasks/get` until the
+//!   task ends, then `tasks/result` for the result. A task that reports
+//!   `input_required` is waited on through `tasks/result` at once: the
+//!   server sends the requests it waits on (elicitation, sampling) while
+//!   that request is open, and the connection's handlers answer them.
+//! - **the tasks extension** (`io.modelcontextprotocol/tasks`, 2026-07-28):
+//!   `tasks/get` until the task ends; the terminal task carries the result
+//!   (or the JSON-RPC error) itself. A task in `input_required` lists its
+//!   `inputRequests`; the same handlers answer them and the answers go back
+//!   with `tasks/update` (each key once, however often a poll repeats it).
+//!
+//! Either way the poll interval is clamped to [[`TASK_POLL_MIN`],
+//! [`TASK_POLL_MAX`]], the task is abandoned at its `ttl` (else
+//! [`TASK_POLL_DEADLINE`]), and an abandoned task (the caller cancelled, a
+//! request failed, the deadline passed) gets a `tasks/cancel`.
 
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{after, never, select};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::cancel::{tasks_cancel_request, CancelToken};
 use crate::client::{CallOptions, Progress};
@@ -17,6 +30,7 @@ use crate::error::{McpError, Result};
 use crate::limits::{TASK_POLL_DEADLINE, TASK_POLL_MAX, TASK_POLL_MIN};
 use crate::result::{extract_call_result, McpCallResult};
 
+use crate::model::DetailedTask;
 pub use crate::model::{CreateTaskResult, TaskStatus};
 
 /// The wait before the next poll: the server's `pollInterval`, clamped to
@@ -37,6 +51,22 @@ const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A request function: method, params, options → result.
 pub(crate) type RequestFn<'a> = dyn Fn(&str, Value, &CallOptions) -> Result<Value> + 'a;
+
+/// Answers input requests (by key) with the connection's handlers.
+pub(crate) type InputFn<'a> = dyn Fn(&Map<String, Value>) -> Result<Map<String, Value>> + 'a;
+
+/// Which kind of task a handle belongs to.
+pub(crate) enum Flavour<'a> {
+    /// A 2025-11-25 task: the result comes from `tasks/result`.
+    /// `can_provide_input`: whether the connection has a handler
+    /// (elicitation or sampling) that could answer what an `input_required`
+    /// task asks for; if not, such a task is cancelled at once with a typed
+    /// error instead of waiting for input that cannot come.
+    Legacy { can_provide_input: bool },
+    /// A task of the tasks extension: the result comes with the terminal
+    /// task, input goes back with `tasks/update`, answered by `answer`.
+    Extension { answer: &'a InputFn<'a> },
+}
 
 /// Sends `tasks/cancel` when dropped while armed.
 struct TaskCancelGuard<'a> {
@@ -69,19 +99,20 @@ fn wait_or_cancel(d: Duration, cancel: Option<&CancelToken>) -> bool {
 }
 
 /// Polls `task` to its end and returns the real result.
-///
-/// `can_provide_input`: whether the connection has a handler (elicitation or
-/// sampling) that could answer what an `input_required` task asks for; if
-/// not, such a task is cancelled at once with a typed error instead of
-/// waiting for input that cannot come.
 pub(crate) fn drive_task(
     request: &RequestFn<'_>,
     server: &str,
     tool: &str,
     task: CreateTaskResult,
     opts: &CallOptions,
-    can_provide_input: bool,
+    flavour: Flavour<'_>,
 ) -> Result<McpCallResult> {
+    let can_provide_input = match flavour {
+        Flavour::Legacy { can_provide_input } => can_provide_input,
+        Flavour::Extension { answer } => {
+            return drive_extension_task(request, answer, server, tool, task, opts)
+        }
+    };
     let started = Instant::now();
     let deadline = started + poll_deadline(task.ttl);
     let mut guard = TaskCancelGuard {
@@ -186,6 +217,145 @@ pub(crate) fn drive_task(
     }
 }
 
+/// [`drive_task`] for a task of the tasks extension.
+fn drive_extension_task(
+    request: &RequestFn<'_>,
+    answer: &InputFn<'_>,
+    server: &str,
+    tool: &str,
+    task: CreateTaskResult,
+    opts: &CallOptions,
+) -> Result<McpCallResult> {
+    let started = Instant::now();
+    let deadline = started + poll_deadline(task.ttl);
+    let task_id = task.task_id.clone();
+    let mut guard = TaskCancelGuard {
+        request,
+        task_id: task_id.clone(),
+        armed: true,
+    };
+    let task_err = |status: &str, message: Option<String>| McpError::Task {
+        server: server.to_owned(),
+        task_id: task_id.clone(),
+        status: status.to_owned(),
+        message,
+    };
+    let protocol = |method: &str, message: String| McpError::Protocol {
+        server: server.to_owned(),
+        method: Some(method.to_owned()),
+        message,
+    };
+    let mut current = DetailedTask {
+        task,
+        input_requests: None,
+        result: None,
+        error: None,
+    };
+    // The keys answered already: a poll repeats an outstanding request
+    // until the server has taken the answer, and nobody is asked twice.
+    let mut answered = std::collections::HashSet::new();
+    let mut polls: u64 = 0;
+    loop {
+        // A handle that says `input_required` carries no requests: fetch
+        // them at once instead of waiting a poll interval.
+        let mut poll_now = false;
+        match &current.task.status {
+            TaskStatus::Completed => {
+                guard.armed = false;
+                let result = current.result.take().ok_or_else(|| {
+                    protocol(
+                        "tasks/get",
+                        format!("task {task_id} completed without a result"),
+                    )
+                })?;
+                return match extract_call_result(server, tool, &result)? {
+                    McpCallResult::Task(_) => Err(protocol(
+                        "tasks/get",
+                        format!("task {task_id} completed with another task handle"),
+                    )),
+                    other => Ok(other),
+                };
+            }
+            TaskStatus::Failed => {
+                guard.armed = false;
+                let e = current.error.take().unwrap_or_default();
+                let message = match (e.message, e.code) {
+                    (Some(m), Some(c)) => Some(format!("{m} (JSON-RPC error {c})")),
+                    (Some(m), None) => Some(m),
+                    (None, _) => current.task.status_message.clone(),
+                };
+                return Err(task_err("failed", message));
+            }
+            TaskStatus::Cancelled => {
+                guard.armed = false;
+                return Err(task_err("cancelled", current.task.status_message.clone()));
+            }
+            TaskStatus::InputRequired => match current.input_requests.take() {
+                Some(requests) => {
+                    let fresh: Map<String, Value> = requests
+                        .into_iter()
+                        .filter(|(k, _)| !answered.contains(k))
+                        .collect();
+                    if !fresh.is_empty() {
+                        // On an error (no handler for a kind, a refused
+                        // sampling) the guard cancels the task.
+                        let responses = answer(&fresh)?;
+                        answered.extend(fresh.keys().cloned());
+                        request(
+                            "tasks/update",
+                            json!({"taskId": task_id, "inputResponses": responses}),
+                            opts,
+                        )?;
+                    }
+                }
+                None => poll_now = polls == 0,
+            },
+            TaskStatus::Working | TaskStatus::Other(_) => {}
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            drop(guard);
+            return Err(task_err(
+                "deadline",
+                Some(format!(
+                    "still {} after {:?}",
+                    current.task.status,
+                    now - started
+                )),
+            ));
+        }
+        if !poll_now {
+            let wait = clamp_poll_interval(current.task.poll_interval).min(deadline - now);
+            if wait_or_cancel(wait, opts.cancel.as_ref()) {
+                drop(guard);
+                return Err(McpError::Cancelled {
+                    server: server.to_owned(),
+                    method: "tools/call".into(),
+                    reason: opts
+                        .cancel
+                        .as_ref()
+                        .and_then(CancelToken::reason)
+                        .unwrap_or_default(),
+                });
+            }
+        }
+        // On error the guard cancels the task.
+        let got = request("tasks/get", json!({"taskId": task_id}), opts)?;
+        polls += 1;
+        let excerpt = crate::json::excerpt(&got);
+        current = DetailedTask::parse(got)
+            .filter(|t| t.task.task_id == task_id)
+            .ok_or_else(|| protocol("tasks/get", format!("not task {task_id}: {excerpt}")))?;
+        if let Some(cb) = &opts.on_progress {
+            cb(&Progress {
+                progress: polls as f64,
+                total: None,
+                message: current.task.status_message.clone(),
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,7 +421,9 @@ mod tests {
             "tool",
             task("working"),
             &CallOptions::default(),
-            true,
+            Flavour::Legacy {
+                can_provide_input: true,
+            },
         )
         .unwrap_err();
         assert!(
@@ -271,7 +443,17 @@ mod tests {
         let token = CancelToken::new();
         token.cancel();
         let opts = CallOptions::default().cancel_token(token);
-        let e = drive_task(&req, "s", "tool", task("working"), &opts, true).unwrap_err();
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            task("working"),
+            &opts,
+            Flavour::Legacy {
+                can_provide_input: true,
+            },
+        )
+        .unwrap_err();
         assert!(matches!(e, McpError::Cancelled { .. }));
         assert_eq!(*calls.borrow(), ["tasks/cancel"]);
     }
@@ -292,7 +474,9 @@ mod tests {
             "tool",
             task("working"),
             &CallOptions::default(),
-            true,
+            Flavour::Legacy {
+                can_provide_input: true,
+            },
         )
         .unwrap();
         assert_eq!(r, McpCallResult::Text("clarified".into()));
@@ -319,7 +503,9 @@ mod tests {
             "tool",
             task("input_required"),
             &CallOptions::default(),
-            true,
+            Flavour::Legacy {
+                can_provide_input: true,
+            },
         )
         .unwrap_err();
         assert!(matches!(e, McpError::CallTimeout { .. }), "{e}");
@@ -339,7 +525,9 @@ mod tests {
             "tool",
             task("input_required"),
             &CallOptions::default(),
-            false,
+            Flavour::Legacy {
+                can_provide_input: false,
+            },
         )
         .unwrap_err();
         assert!(
@@ -361,9 +549,159 @@ mod tests {
             "tool",
             task("completed"),
             &CallOptions::default(),
-            true,
+            Flavour::Legacy {
+                can_provide_input: true,
+            },
         )
         .unwrap();
         assert_eq!(r, McpCallResult::Text("job done".into()));
+    }
+
+    fn ext_task(status: &str) -> CreateTaskResult {
+        CreateTaskResult::parse(
+            &json!({"resultType":"task","taskId":"t","status":status,"pollIntervalMs":1,"ttlMs":null}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn extension_shape_is_read() {
+        let t = ext_task("working");
+        assert_eq!(t.poll_interval, Some(Duration::from_millis(1)));
+        assert_eq!(t.ttl, None, "ttlMs null is unlimited");
+    }
+
+    #[test]
+    fn extension_task_answers_input_once_and_takes_the_inline_result() {
+        let calls = RefCell::new(Vec::<(String, Value)>::new());
+        let gets = std::cell::Cell::new(0);
+        let req = |m: &str, p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push((m.to_owned(), p));
+            match m {
+                "tasks/get" => {
+                    gets.set(gets.get() + 1);
+                    Ok(match gets.get() {
+                        // The same outstanding request twice, then done.
+                        1 | 2 => {
+                            json!({"resultType":"complete","taskId":"t","status":"input_required",
+                            "pollIntervalMs":1,"inputRequests":{"name":{"method":"elicitation/create","params":{}}}})
+                        }
+                        _ => json!({"resultType":"complete","taskId":"t","status":"completed",
+                            "result":{"content":[{"type":"text","text":"Hello, Luca!"}],"isError":false}}),
+                    })
+                }
+                _ => Ok(json!({"resultType":"complete"})),
+            }
+        };
+        let asked = RefCell::new(0);
+        let answer = |r: &Map<String, Value>| {
+            *asked.borrow_mut() += 1;
+            assert!(r.contains_key("name"));
+            let mut m = Map::new();
+            m.insert(
+                "name".into(),
+                json!({"action":"accept","content":{"input":"Luca"}}),
+            );
+            Ok(m)
+        };
+        let r = drive_task(
+            &req,
+            "s",
+            "tool",
+            ext_task("working"),
+            &CallOptions::default(),
+            Flavour::Extension { answer: &answer },
+        )
+        .unwrap();
+        assert_eq!(r, McpCallResult::Text("Hello, Luca!".into()));
+        assert_eq!(*asked.borrow(), 1, "a repeated key is answered once");
+        let methods: Vec<_> = calls.borrow().iter().map(|(m, _)| m.clone()).collect();
+        assert_eq!(
+            methods,
+            ["tasks/get", "tasks/update", "tasks/get", "tasks/get"]
+        );
+        assert_eq!(
+            calls.borrow()[1].1,
+            json!({"taskId":"t","inputResponses":{"name":{"action":"accept","content":{"input":"Luca"}}}})
+        );
+    }
+
+    #[test]
+    fn extension_task_failure_carries_the_rpc_error_and_is_not_cancelled() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            Ok(
+                json!({"taskId":"t","status":"failed","statusMessage":"Tool execution failed",
+                "error":{"code":-32603,"message":"API rate limit exceeded"}}),
+            )
+        };
+        let answer = |_: &Map<String, Value>| Ok(Map::new());
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            ext_task("working"),
+            &CallOptions::default(),
+            Flavour::Extension { answer: &answer },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, McpError::Task { status, message: Some(m), .. }
+                if status == "failed" && m.contains("API rate limit exceeded") && m.contains("-32603")),
+            "{e}"
+        );
+        assert_eq!(*calls.borrow(), ["tasks/get"]);
+    }
+
+    #[test]
+    fn extension_task_without_an_answer_is_cancelled() {
+        let calls = RefCell::new(Vec::new());
+        let req = |m: &str, _p: Value, _o: &CallOptions| {
+            calls.borrow_mut().push(m.to_owned());
+            Ok(json!({"taskId":"t","status":"input_required",
+                "inputRequests":{"k":{"method":"sampling/createMessage","params":{}}}}))
+        };
+        let answer = |_: &Map<String, Value>| {
+            Err(McpError::InputRequired {
+                server: "s".into(),
+                method: "tools/call".into(),
+                requests: vec!["sampling/createMessage".into()],
+            })
+        };
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            ext_task("input_required"),
+            &CallOptions::default(),
+            Flavour::Extension { answer: &answer },
+        )
+        .unwrap_err();
+        assert!(matches!(e, McpError::InputRequired { .. }), "{e}");
+        // An input_required handle is polled at once (no interval), then
+        // the task that cannot get its input is cancelled.
+        assert_eq!(*calls.borrow(), ["tasks/get", "tasks/cancel"]);
+    }
+
+    #[test]
+    fn extension_task_of_another_id_is_refused() {
+        let req = |m: &str, _p: Value, _o: &CallOptions| match m {
+            "tasks/get" => {
+                Ok(json!({"taskId":"other","status":"completed","result":{"content":[]}}))
+            }
+            _ => Ok(json!({})),
+        };
+        let answer = |_: &Map<String, Value>| Ok(Map::new());
+        let e = drive_task(
+            &req,
+            "s",
+            "tool",
+            ext_task("working"),
+            &CallOptions::default(),
+            Flavour::Extension { answer: &answer },
+        )
+        .unwrap_err();
+        assert!(matches!(e, McpError::Protocol { .. }), "{e}");
     }
 }

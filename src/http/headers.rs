@@ -47,6 +47,8 @@ pub(super) fn request_headers(
     let name = match method {
         "tools/call" | "prompts/get" => params.and_then(|p| p.get("name")),
         "resources/read" => params.and_then(|p| p.get("uri")),
+        // The tasks extension routes a task's requests by its id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params.and_then(|p| p.get("taskId")),
         _ => None,
     };
     if let Some(n) = name.and_then(Value::as_str) {
@@ -165,5 +167,17 @@ mod tests {
         )
         .unwrap();
         assert!(r.contains(&("Mcp-Name".into(), encode("file:///é"))));
+    }
+
+    #[test]
+    fn task_requests_are_routed_by_task_id() {
+        for m in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let msg = json!({"params": {"taskId": "786512e2"}});
+            let h = request_headers(&msg, m, None).unwrap();
+            assert!(
+                h.contains(&("Mcp-Name".into(), "786512e2".into())),
+                "{m}: {h:?}"
+            );
+        }
     }
 }

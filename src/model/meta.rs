@@ -16,4 +16,7 @@ pub(crate) mod keys {
     pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     /// The `subscriptions/listen` request a notification belongs to.
     pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// The tasks extension (2026-07-28), declared in
+    /// `clientCapabilities.extensions`.
+    pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 }

@@ -29,6 +29,7 @@ pub(crate) use meta::keys;
 pub use result_type::ResultType;
 pub(crate) use subscriptions::Acknowledged;
 pub use subscriptions::ListenFilter;
+pub(crate) use task::DetailedTask;
 pub use task::{CreateTaskResult, TaskStatus};
 pub(crate) use tool_headers::{annotations, validate_tool};
 

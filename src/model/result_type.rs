@@ -11,6 +11,10 @@ pub enum ResultType {
     /// The server needs input from the client (elicitation, sampling, roots)
     /// before it can answer: an `InputRequiredResult` (MRTR).
     InputRequired,
+    /// A task handle (`CreateTaskResult`, the tasks extension
+    /// `io.modelcontextprotocol/tasks`): the server runs the request on and
+    /// the client polls `tasks/get` for its end.
+    Task,
     /// A kind this client does not know.
     Other(String),
 }
@@ -21,6 +25,7 @@ impl ResultType {
         match result.get("resultType").and_then(Value::as_str) {
             None | Some("complete") => ResultType::Complete,
             Some("input_required") => ResultType::InputRequired,
+            Some("task") => ResultType::Task,
             Some(other) => ResultType::Other(other.to_owned()),
         }
     }
@@ -41,6 +46,10 @@ mod tests {
         assert_eq!(
             ResultType::of(&json!({"resultType": "input_required"})),
             ResultType::InputRequired
+        );
+        assert_eq!(
+            ResultType::of(&json!({"resultType": "task"})),
+            ResultType::Task
         );
         assert_eq!(
             ResultType::of(&json!({"resultType": "later"})),

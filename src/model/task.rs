@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::lenient::lenient;
 
 /// The state of a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,15 +96,86 @@ impl CreateTaskResult {
     }
 
     fn parse_task(t: &Value) -> Option<CreateTaskResult> {
-        let task_id = t.get("taskId")?.as_str()?.to_owned();
-        let status = TaskStatus::parse(t.get("status")?.as_str()?);
-        let ms = |k: &str| t.get(k).and_then(Value::as_u64).map(Duration::from_millis);
-        Some(CreateTaskResult {
-            task_id,
-            status,
-            status_message: crate::json::opt_str(t, "statusMessage"),
-            poll_interval: ms("pollInterval"),
-            ttl: ms("ttl"),
+        let w = Task::deserialize(t).ok()?;
+        Some(w.handle())
+    }
+}
+
+/// A `Task` as sent: the 2025-11-25 names (`ttl`, `pollInterval`) and the
+/// tasks extension's (`ttlMs`, `pollIntervalMs`) are both read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Task {
+    task_id: String,
+    status: String,
+    #[serde(default, deserialize_with = "lenient")]
+    status_message: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    poll_interval: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    poll_interval_ms: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    ttl: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    ttl_ms: Option<u64>,
+}
+
+impl Task {
+    fn handle(self) -> CreateTaskResult {
+        let ms = |a: Option<u64>, b: Option<u64>| a.or(b).map(Duration::from_millis);
+        CreateTaskResult {
+            task_id: self.task_id,
+            status: TaskStatus::parse(&self.status),
+            status_message: self.status_message,
+            poll_interval: ms(self.poll_interval_ms, self.poll_interval),
+            ttl: ms(self.ttl_ms, self.ttl),
+        }
+    }
+}
+
+/// A `DetailedTask` (tasks extension): what `tasks/get` and
+/// `notifications/tasks` carry — the task and, by status, the input it
+/// waits for, its result or its error.
+#[derive(Debug, Clone)]
+pub(crate) struct DetailedTask {
+    /// The task's state.
+    pub(crate) task: CreateTaskResult,
+    /// `input_required`: the outstanding requests, by key.
+    pub(crate) input_requests: Option<Map<String, Value>>,
+    /// `completed`: the result of the original request.
+    pub(crate) result: Option<Value>,
+    /// `failed`: the JSON-RPC error of the original request.
+    pub(crate) error: Option<TaskError>,
+}
+
+/// The JSON-RPC error a failed task carries.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct TaskError {
+    #[serde(default, deserialize_with = "lenient")]
+    pub(crate) code: Option<i64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub(crate) message: Option<String>,
+}
+
+impl DetailedTask {
+    /// Reads a `tasks/get` result (the task at its top level); `None` when
+    /// it is no task.
+    pub(crate) fn parse(v: Value) -> Option<DetailedTask> {
+        let Value::Object(mut m) = v else { return None };
+        let input_requests = match m.remove("inputRequests") {
+            Some(Value::Object(r)) => Some(r),
+            _ => None,
+        };
+        let result = m.remove("result").filter(Value::is_object);
+        let error = m
+            .remove("error")
+            .and_then(|e| TaskError::deserialize(e).ok());
+        let task = Task::deserialize(Value::Object(m)).ok()?.handle();
+        Some(DetailedTask {
+            task,
+            input_requests,
+            result,
+            error,
         })
     }
 }

@@ -38,7 +38,7 @@ use crate::log::{LogLevel, LogTag, McpLogLine};
 use crate::model::ResultType;
 use crate::notification::McpNotification;
 use crate::result::{excerpt, extract_call_result_owned, McpCallResult};
-use crate::task::drive_task;
+use crate::task::{drive_task, Flavour};
 use crate::tool::McpTool;
 
 /// How many events (progress updates, re-arms, the reply) may queue for one
@@ -632,6 +632,17 @@ impl Peer {
                     method: method.to_owned(),
                     requests,
                 });
+            }
+            // The tasks extension covers `tools/call` only; a handle in
+            // answer to anything else is an invalid response (the spec's
+            // words), never a result.
+            ResultType::Task if method == "tools/call" => return Ok(v),
+            ResultType::Task => {
+                return Err(McpError::Protocol {
+                    server: self.name.clone(),
+                    method: Some(method.to_owned()),
+                    message: "a task handle (resultType \"task\"), which the tasks extension allows only for tools/call".into(),
+                })
             }
             ResultType::Other(t) => {
                 return Err(McpError::Protocol {

@@ -48,10 +48,20 @@ impl Peer {
     /// each on a thread of its own and within its own deadline, as they do
     /// for a legacy server's requests.
     fn input_responses(&self, method: &str, result: &Value) -> Result<Map<String, Value>> {
+        match result.get("inputRequests").and_then(Value::as_object) {
+            Some(requests) => self.answer_input_requests(method, requests),
+            None => Ok(Map::new()),
+        }
+    }
+
+    /// Answers `requests` (input requests by key, as an `InputRequiredResult`
+    /// or an `input_required` task of the tasks extension lists them).
+    pub(crate) fn answer_input_requests(
+        &self,
+        method: &str,
+        requests: &Map<String, Value>,
+    ) -> Result<Map<String, Value>> {
         let mut out = Map::new();
-        let Some(requests) = result.get("inputRequests").and_then(Value::as_object) else {
-            return Ok(out);
-        };
         let mut jobs = Vec::with_capacity(requests.len());
         for (key, request) in requests {
             let kind = request.get("method").and_then(Value::as_str).unwrap_or("");

@@ -32,7 +32,12 @@ pub(crate) fn modern_capabilities(opts: &ClientOptions) -> Value {
             caps.insert(name.into(), v);
         }
     }
-    caps.insert("extensions".into(), json!({}));
+    // The tasks extension: the client polls any task handle a server
+    // answers a `tools/call` with (`crate::task`).
+    caps.insert(
+        "extensions".into(),
+        json!({crate::model::keys::TASKS_EXTENSION: {}}),
+    );
     Value::Object(caps)
 }
 

@@ -205,9 +205,18 @@ impl Peer {
         let result = match extract_call_result_owned(&self.name, name, result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
-                let can_provide_input =
-                    self.opts.elicitation.is_some() || self.opts.sampling.is_some();
-                drive_task(&req, &self.name, name, task, opts, can_provide_input)?
+                let answer = |requests: &serde_json::Map<String, Value>| {
+                    self.answer_input_requests("tools/call", requests)
+                };
+                let flavour = if self.era() == Some(crate::era::Era::Modern) {
+                    Flavour::Extension { answer: &answer }
+                } else {
+                    Flavour::Legacy {
+                        can_provide_input: self.opts.elicitation.is_some()
+                            || self.opts.sampling.is_some(),
+                    }
+                };
+                drive_task(&req, &self.name, name, task, opts, flavour)?
             }
             other => other,
         };
