@@ -400,6 +400,154 @@ def tool_confirm(args, ctx):
     return text_result(text)
 
 
+def tool_mrtr(args, ctx):
+    """2026-07-28 multi round-trip, statelessly: round k asks for the
+    elicitation `q<k>`; the requestState of odd rounds is `s<k>:<tag>` (with
+    characters a careless client would re-encode), even rounds send none and
+    refuse a retry that carries one. `all`: round 1 asks for an elicitation,
+    a sampling message and the roots at once. `forever`: never satisfied."""
+    if not ctx.modern:
+        raise RpcError(INVALID_PARAMS, "mrtr needs the 2026-07-28 era")
+    rounds = _int(args, "rounds") if "rounds" in args else 1
+    tag = _str(args, "tag", "")
+    responses = ctx.params.get("inputResponses")
+    responses = responses if isinstance(responses, dict) else {}
+    # The round answered is the one whose key the retry carries (a retry
+    # carries the answers of its own round only); earlier answers are kept
+    # here, by tag.
+    done = max((int(k[1:]) for k in responses if k[:1] == "q" and k[1:].isdigit()), default=0)
+    with _state_lock:
+        log_ = _mrtr_answers.setdefault(tag, {})
+        if done:
+            log_[done] = responses[f"q{done}"]
+        elif not args.get("forever"):
+            log_.clear()
+        answers = dict(log_)
+    if done:
+        want = f"s{done}:{tag} \u00e9\\\"" if done % 2 else None
+        got = ctx.params.get("requestState")
+        if got != want:
+            raise RpcError(INVALID_PARAMS, f"requestState of round {done}: expected {want!r}, got {got!r}")
+    if args.get("forever") or done < rounds:
+        k = done + 1
+        requests = {f"q{k}": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": f"Round {k} ({tag})?",
+            "requestedSchema": {"type": "object", "properties": {"v": {"type": "string"}}}}}}
+        if args.get("all") and k == 1:
+            requests["s"] = {"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": f"Say hi to {tag}"}}],
+                "maxTokens": 10}}
+            requests["r"] = {"method": "roots/list", "params": {}}
+        result = {"resultType": "input_required", "inputRequests": requests}
+        if k % 2:
+            result["requestState"] = f"s{k}:{tag} \u00e9\\\""
+        return result
+    parts = [f"mrtr {tag}: rounds={done}"]
+    for k in range(1, done + 1):
+        a = answers.get(k) or {}
+        content = a.get("content")
+        if args.get("quiet"):  # the answers' sizes only (secrets tests)
+            content = {f: len(str(v)) for f, v in (content or {}).items()}
+        parts.append(f"q{k}={a.get('action')}:{json.dumps(content, sort_keys=True)}")
+    if args.get("all"):
+        s = responses.get("s") or {}
+        parts.append("sampled=" + str((s.get("content") or {}).get("text")))
+        parts.append("roots=" + ",".join(r.get("uri", "?") for r in (responses.get("r") or {}).get("roots") or []))
+    return text_result(" ".join(parts))
+
+
+_mrtr_answers = {}  # tag -> {round: answer} (the mrtr tool)
+
+
+TASKS_EXT = "io.modelcontextprotocol/tasks"
+_tasks = {}  # taskId -> dict (the tasks extension's tasks)
+_task_seq = [0]
+
+
+def tool_task_job(args, ctx):
+    """2026-07-28 tasks extension: answer with a task handle (resultType
+    "task") when the request declares the extension, else -32021. The task
+    completes on the `steps`-th tasks/get; `ask`: it first needs a name,
+    asked with inputRequests and answered with tasks/update; `fail`: it
+    fails with a JSON-RPC error; `forever`: it never ends (for cancel and
+    deadlines); `ttl_ms`: its ttlMs."""
+    if not ctx.modern:
+        raise RpcError(INVALID_PARAMS, "task_job needs the 2026-07-28 era")
+    caps = (ctx.params.get("_meta") or {}).get(META_CAPS) or {}
+    if TASKS_EXT not in (caps.get("extensions") or {}):
+        raise RpcError(-32021, "Missing required client capability",
+                       {"requiredCapabilities": {"extensions": {TASKS_EXT: {}}}})
+    with _state_lock:
+        _task_seq[0] += 1
+        tid = f"task-{_task_seq[0]}-{os.getpid()}"
+        _tasks[tid] = {"status": "working", "polls": 0, "steps": _int(args, "steps") if "steps" in args else 1,
+                       "ask": bool(args.get("ask")), "fail": bool(args.get("fail")),
+                       "forever": bool(args.get("forever")), "name": None,
+                       "ttl": args.get("ttl_ms"), "updates": 0, "quiet": bool(args.get("quiet"))}
+        return dict(_task_view(tid, _tasks[tid]), resultType="task")
+
+
+def _task_view(tid, t):
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"taskId": tid, "status": t["status"], "createdAt": now, "lastUpdatedAt": now,
+            "ttlMs": t["ttl"], "pollIntervalMs": 1}
+
+
+def handle_task_request(req_id, method, params, meta):
+    caps = meta.get(META_CAPS) or {}
+    if TASKS_EXT not in (caps.get("extensions") or {}):
+        send_error(req_id, -32021, "Missing required client capability",
+                   {"requiredCapabilities": {"extensions": {TASKS_EXT: {}}}})
+        return
+    tid = params.get("taskId")
+    with _state_lock:
+        t = _tasks.get(tid) if isinstance(tid, str) else None
+        if t is None:
+            send_error(req_id, INVALID_PARAMS, "Failed to retrieve task: Task not found")
+            return
+        if method == "tasks/cancel":
+            if t["status"] not in ("completed", "failed", "cancelled"):
+                t["status"] = "cancelled"
+            send_result(req_id, {"resultType": "complete"})
+            return
+        if method == "tasks/update":
+            answer = (params.get("inputResponses") or {}).get("name")
+            t["updates"] += 1
+            if isinstance(answer, dict) and t["status"] == "input_required":
+                content = answer.get("content") or {}
+                t["name"] = content.get("name") if answer.get("action") == "accept" else f"({answer.get('action')})"
+                t["status"] = "working"
+            send_result(req_id, {"resultType": "complete"})
+            return
+        # tasks/get
+        t["polls"] += 1
+        view = _task_view(tid, t)
+        if t["status"] == "working" and not t["forever"] and t["polls"] >= t["steps"]:
+            if t["ask"] and t["name"] is None:
+                t["status"] = "input_required"
+            elif t["fail"]:
+                t["status"] = "failed"
+                t["error"] = {"code": -32603, "message": "API rate limit exceeded"}
+            else:
+                t["status"] = "completed"
+                who = f", {t['name']}" if t["name"] else ""
+                if t["quiet"] and t["name"]:
+                    who = f", {len(str(t['name']))} chars"
+                t["result"] = text_result(f"job done{who} after {t['polls']} polls and {t['updates']} updates")
+        view["status"] = t["status"]
+        if t["status"] == "input_required":
+            view["inputRequests"] = {"name": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Who is asking?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
+                                    "required": ["name"]}}}}
+        elif t["status"] == "completed":
+            view["result"] = t["result"]
+        elif t["status"] == "failed":
+            view["error"] = t["error"]
+            view["statusMessage"] = "Tool execution failed: API rate limit exceeded"
+    send_result(req_id, dict(view, resultType="complete"))
+
+
 def tool_register_tool(args, ctx):
     """Add a tool named `name` (an echo) and send notifications/tools/list_changed."""
     name = _str(args, "name")
@@ -497,6 +645,17 @@ TOOLS = [
     ({"name": "confirm", "description": "2026-07-28 only: ask for a confirmation (multi round-trip); "
                                          "with_roots: ask for the roots in the same round.",
       "inputSchema": _schema({"with_roots": {"type": "boolean"}})}, tool_confirm),
+    ({"name": "mrtr", "description": "2026-07-28 only: `rounds` multi round-trips (all: elicitation, "
+                                      "sampling and roots at once; forever: never satisfied; quiet: answer sizes only).",
+      "inputSchema": _schema({"rounds": {"type": "integer"}, "tag": {"type": "string"},
+                              "quiet": {"type": "boolean"},
+                              "all": {"type": "boolean"}, "forever": {"type": "boolean"}})}, tool_mrtr),
+    ({"name": "task_job", "description": "2026-07-28 only: run as a task of the tasks extension "
+                                          "(steps, ask, fail, forever, ttl_ms, quiet).",
+      "inputSchema": _schema({"steps": {"type": "integer"}, "ask": {"type": "boolean"},
+                              "quiet": {"type": "boolean"},
+                              "fail": {"type": "boolean"}, "forever": {"type": "boolean"},
+                              "ttl_ms": {"type": "integer"}})}, tool_task_job),
 ]
 TOOL_FNS = {t["name"]: fn for t, fn in TOOLS}
 TOOL_DEFS = [t for t, _ in TOOLS]
@@ -697,6 +856,8 @@ def handle_modern(msg, req_id, method, params, meta):
         send_result(req_id, result)
     elif method == "tools/call":
         start_tool_call(msg, req_id, params)
+    elif method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        handle_task_request(req_id, method, params, meta)
     elif method == "subscriptions/listen":
         wanted = params.get("notifications")
         if not isinstance(wanted, dict):

@@ -104,7 +104,7 @@ fn a_new_user_session() {
     assert!(e.ok(&["ping", "demo"]).starts_with("pong from demo"));
     let checked = e.ok(&["list", "--check"]);
     assert!(
-        checked.contains("status: connected (legacy era, protocol 2025-11-25), 19 tools"),
+        checked.contains("status: connected (legacy era, protocol 2025-11-25), 21 tools"),
         "{checked}"
     );
     let logs = e.ok(&["logs", "demo"]);

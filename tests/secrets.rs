@@ -1,8 +1,10 @@
 //! Secrets never leave the process by a side door: a secret planted in an
 //! `api_key`, an `env` value, a bearer token (also one a server echoes back
-//! in an error body) and an elicited value is searched for in every output —
-//! the log channel, `log` records (every level), the store's log files and
-//! database (events table included), `Debug` of configs, errors, clients and
+//! in an error body) and an elicited value (legacy requests, modern
+//! `InputRequiredResult` rounds and `tasks/update`) is searched for in every
+//! output — the log channel, `log` records (every level), the store's log
+//! files and database (events table included), `Debug` of configs, errors,
+//! clients and
 //! `McpServerInfo`, and every error message.
 
 mod common;
@@ -291,6 +293,30 @@ fn manager_store_files_and_listings() {
     .unwrap();
     let r = m.call("mcp__elicit__sudo", json!({})).unwrap();
     assert_eq!(r.to_wire(), format!("accepted: {} chars", ELICITED.len()));
+    // The modern era asks through InputRequiredResult rounds and through
+    // an input_required task (tasks/update): the value crosses the wire in
+    // a request's params, and still reaches no log, file or error.
+    m.register(common::script_config(
+        "modern",
+        "demo_mcp_server.py",
+        &["--era", "modern"],
+    ))
+    .unwrap();
+    let r = m
+        .call("mcp__modern__mrtr", json!({"rounds": 2, "quiet": true}))
+        .unwrap();
+    let n = ELICITED.len();
+    assert_eq!(
+        r.to_wire(),
+        format!(r#"mrtr : rounds=2 q1=accept:{{"v": {n}}} q2=accept:{{"v": {n}}}"#)
+    );
+    let r = m
+        .call("mcp__modern__task_job", json!({"ask": true, "quiet": true}))
+        .unwrap();
+    assert_eq!(
+        r.to_wire(),
+        format!("job done, {n} chars after 2 polls and 1 updates")
+    );
     let e = m.call("mcp__remote__auth_echo", json!({})).unwrap_err();
     assert_err_clean("a manager call error", &e);
     for info in m.list().unwrap() {

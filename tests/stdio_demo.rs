@@ -70,26 +70,28 @@ fn lists_every_page() {
             "bad_structured",
             "register_tool",
             "modern_error",
-            "confirm"
+            "confirm",
+            "mrtr",
+            "task_job"
         ]
     );
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
     assert_eq!(add.task_support, TaskSupport::Forbidden);
     assert_eq!(add.input_schema["type"], "object");
-    // 19 tools, 4 a page: five tools/list requests, four with a cursor.
+    // 21 tools, 4 a page: six tools/list requests, five with a cursor.
     let msgs = received(&s);
     let lists: Vec<_> = msgs
         .iter()
         .filter(|m| m["method"] == "tools/list")
         .collect();
-    assert_eq!(lists.len(), 5);
+    assert_eq!(lists.len(), 6);
     assert_eq!(
         lists
             .iter()
             .filter(|m| m["params"]["cursor"].is_string())
             .count(),
-        4
+        5
     );
 }
 
