@@ -59,6 +59,7 @@ mod elicitation;
 mod era;
 mod error;
 mod http;
+mod inbox;
 mod json;
 mod log;
 mod notification;
@@ -105,6 +106,7 @@ pub use elicitation::{
 pub use era::{Era, EraPreference};
 pub use error::{McpError, Result, VersionMismatch};
 pub use http::McpHttpServer;
+pub use inbox::{ElicitationInbox, PendingElicitation, ResolveError};
 /// The JSON-RPC and MCP error codes, for matching [`McpError::Rpc`].
 pub use jsonrpc::codes;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};

@@ -39,6 +39,11 @@ pub const DISCOVER_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// handlers and sends the request again; past this the call fails.
 pub const MAX_INPUT_ROUNDS: usize = 16;
 
+/// Most questions an [`ElicitationInbox`](crate::ElicitationInbox) holds
+/// unanswered at once; one more is answered `cancel` at once instead of
+/// queued, so a server that asks in a loop cannot grow the host's memory.
+pub const MAX_PENDING_ELICITATIONS: usize = 64;
+
 /// Most entries the result cache of one connection holds (`ttlMs` hints on
 /// lists, reads and `server/discover`); the stalest go first.
 pub const RESULT_CACHE_MAX_ENTRIES: usize = 256;

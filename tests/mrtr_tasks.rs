@@ -324,3 +324,79 @@ fn an_abandoned_task_is_cancelled() {
         Some("tasks/cancel")
     );
 }
+
+// ---- the elicitation inbox ------------------------------------------------------
+
+/// The host's user answers on another thread (a web page, a chat): every
+/// server's question reaches the manager's inbox, legacy and modern alike,
+/// the password field is marked for masking, and the calls go on once the
+/// answers are in.
+#[test]
+fn the_inbox_collects_questions_of_both_eras_and_any_thread_answers() {
+    use skald_mcp::manager::{ManagerConfig, McpManager};
+    let dir = std::env::temp_dir().join(format!("skald-inbox-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut mc = ManagerConfig::in_dir(&dir).with_elicitation_inbox();
+    mc.client = test_options();
+    let m = Arc::new(McpManager::open(mc).unwrap());
+    m.register(script_config("legacy", "elicitation_demo_mcp.py", &[]))
+        .unwrap();
+    m.register(script_config(
+        "modern",
+        "demo_mcp_server.py",
+        &["--era", "modern"],
+    ))
+    .unwrap();
+
+    let calls: Vec<_> = [
+        ("mcp__legacy__sudo", json!({})),
+        ("mcp__modern__mrtr", json!({"tag": "inbox", "quiet": true})),
+        ("mcp__modern__task_job", json!({"ask": true})),
+    ]
+    .into_iter()
+    .map(|(tool, args)| {
+        let m = Arc::clone(&m);
+        std::thread::spawn(move || m.call(tool, args).map(|r| r.to_wire()))
+    })
+    .collect();
+
+    let inbox = m.elicitation_inbox().unwrap();
+    let mut answered = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while answered.len() < 3 && Instant::now() < deadline {
+        for q in inbox.wait_pending(Duration::from_secs(1)) {
+            let field = q.form.fields()[0].clone();
+            if q.message == "Enter sudo password" {
+                assert!(field.secret, "the password field is marked for masking");
+            }
+            let mut values = serde_json::Map::new();
+            values.insert(field.name.clone(), json!("s3cret"));
+            inbox.accept(q.id, values).unwrap();
+            answered.push((q.server.clone(), q.message.clone()));
+        }
+    }
+    answered.sort();
+    assert_eq!(
+        answered,
+        [
+            ("legacy".to_string(), "Enter sudo password".to_string()),
+            ("modern".to_string(), "Round 1 (inbox)?".to_string()),
+            ("modern".to_string(), "Who is asking?".to_string()),
+        ]
+    );
+    let results: Vec<String> = calls
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "accepted: 6 chars",
+            r#"mrtr inbox: rounds=1 q1=accept:{"v": 6}"#,
+            "job done, s3cret after 2 polls and 1 updates",
+        ]
+    );
+    assert!(inbox.pending().is_empty());
+    m.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use crate::client::{CallOptions, ClientOptions, Disconnect, McpServerClient};
 use crate::config::{validate_server_name, McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
+use crate::inbox::ElicitationInbox;
 use crate::limits::{RESTART_INITIAL_BACKOFF, RESTART_MAX_ATTEMPTS, RESTART_MAX_BACKOFF};
 use crate::log::{LogTag, McpLogLine};
 use crate::manager::lazy::{self, Grants, ServerListing};
@@ -85,6 +86,11 @@ pub struct ManagerConfig {
     pub reserved_groups: Vec<String>,
     /// Restarting crashed stdio servers.
     pub restart: RestartPolicy,
+    /// An inbox every server's questions go to (it replaces
+    /// `client.elicitation`): for hosts whose user answers elsewhere. Set it
+    /// with [`ManagerConfig::with_elicitation_inbox`]; reach it with
+    /// [`McpManager::elicitation_inbox`].
+    pub elicitation_inbox: Option<ElicitationInbox>,
 }
 
 impl ManagerConfig {
@@ -100,7 +106,17 @@ impl ManagerConfig {
             client: ClientOptions::default(),
             reserved_groups: vec!["config".to_owned()],
             restart: RestartPolicy::default(),
+            elicitation_inbox: None,
         }
+    }
+
+    /// Sends every server's elicitation (legacy requests, modern
+    /// `InputRequiredResult` rounds and task input alike) to a new
+    /// [`ElicitationInbox`], answered from any thread through
+    /// [`McpManager::elicitation_inbox`].
+    pub fn with_elicitation_inbox(mut self) -> ManagerConfig {
+        self.elicitation_inbox = Some(ElicitationInbox::new());
+        self
     }
 }
 
@@ -267,7 +283,10 @@ impl McpManager {
     /// connected in the background, in parallel, each bounded by the start
     /// timeout. Failures land in [`errors`](Self::errors) and the server's
     /// log file, and block nothing else.
-    pub fn open(config: ManagerConfig) -> Result<McpManager> {
+    pub fn open(mut config: ManagerConfig) -> Result<McpManager> {
+        if let Some(inbox) = &config.elicitation_inbox {
+            config.client.elicitation = Some(Arc::new(inbox.clone()));
+        }
         let store = Store::open(StoreConfig::new(&config.db_path, &config.log_root))?;
         let handle = store.handle();
         let media = MediaStore::new(&config.media_dir, config.media_url_prefix.clone());
@@ -340,6 +359,13 @@ impl McpManager {
             *inner.supervisor.lock() = Some(sup);
         }
         Ok(McpManager { inner })
+    }
+
+    /// The elicitation inbox, when the manager was opened with one
+    /// ([`ManagerConfig::with_elicitation_inbox`]): list the servers'
+    /// pending questions and answer them from any thread.
+    pub fn elicitation_inbox(&self) -> Option<&ElicitationInbox> {
+        self.inner.config.elicitation_inbox.as_ref()
     }
 
     /// The store, for events, grants and server rows.
