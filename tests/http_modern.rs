@@ -231,3 +231,33 @@ fn list_changed_over_an_http_listen_stream() {
     assert!(after.iter().any(|t| t.name == "late"));
     c.close().unwrap();
 }
+
+/// The official SDK's resolvers (`Resolve(Elicit…)`, `Resolve(ListRoots)`)
+/// reach the same handlers in both eras: a multi round-trip request (its
+/// `requestState` sealed by the SDK and echoed untouched) in the modern
+/// era, server-to-client requests in the legacy one.
+#[test]
+fn sdk_resolvers_reach_the_same_handlers_in_both_eras() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let opts = || {
+        test_options()
+            .elicitation_handler(|req: &skald_mcp::ElicitationRequest| {
+                assert_eq!(req.message, "What is your name?");
+                let mut m = serde_json::Map::new();
+                m.insert("name".into(), json!("Ada"));
+                skald_mcp::ElicitationResponse::Accept(m)
+            })
+            .roots_provider(vec![skald_mcp::Root::new("file:///work", "work")])
+    };
+    for era in [EraPreference::Modern, EraPreference::Legacy] {
+        let c = connect(&server, "fm-resolve", opts().era(era));
+        assert_eq!(
+            text(c.call_tool("resolve_name", json!({})).unwrap()),
+            "hello Ada; roots file:///work",
+            "{era:?}"
+        );
+        c.close().unwrap();
+    }
+}

@@ -26,6 +26,10 @@ Tools (all return text):
   progress(steps)       reports progress 1..steps ("step i") on the request's stream
   log(message)          sends it as an info and a warning log notification on the request's stream
   elicit_name()         asks for {name} with elicitation: "hello <name>" | "declined" | "cancelled"
+  resolve_name()        (mcp 2.x) the SDK's resolvers (`Resolve(...)`): a name (Elicit) and the
+                        client's roots (ListRoots), asked with an InputRequiredResult in the
+                        2026-07-28 era (requestState sealed by the SDK) and with server-to-client
+                        requests in the legacy one: "hello <name>; roots <uri,...>"
   slow(seconds)         sleeps, then "done after <seconds>s"
   add_tool(name)        registers an echo tool called `name` and sends
                         notifications/tools/list_changed (on subscriptions/listen streams in the
@@ -152,6 +156,24 @@ def build_server(era="dual"):
         if result.action == "decline":
             return "declined"
         return "cancelled"
+
+    if SDK_MAJOR >= 2:
+        from typing import Annotated
+
+        from mcp.server.mcpserver import Elicit, Resolve
+        from mcp.server.mcpserver.resolve import ListRoots
+
+        def ask_name() -> Elicit[NameForm]:
+            return Elicit("What is your name?", NameForm)
+
+        def ask_roots() -> ListRoots:
+            return ListRoots()
+
+        @mcp.tool(description="Ask for a name and the roots through the SDK's resolvers.",
+                  structured_output=False)
+        async def resolve_name(name: Annotated[NameForm, Resolve(ask_name)],
+                               roots: Annotated[types.ListRootsResult, Resolve(ask_roots)]) -> str:
+            return f"hello {name.name}; roots " + ",".join(str(r.uri) for r in roots.roots)
 
     @mcp.tool(description="Register tool `name` (an echo) and announce the change.",
               structured_output=False)
