@@ -38,6 +38,9 @@ MODE is one of:
                   notifications/progress for the request's progressToken (when it has one),
                   the answer (text "pack"), then `after` notifications "event/after" {"i": 1..}
 
+  many_tools      tools/list lists MANY_TOOLS tools (env, default 100000; `echo` first, then
+                  "t<i>" with a description and a one-property inputSchema) in MANY_TOOLS_PAGES
+                  pages (env, default 1; cursor "p<n>")
 All modes: serverInfo {"name": "hostile", "version": "1.0.0"}, capabilities {"tools": {}}.
 Safety net: every mode exits by itself (os._exit(0)) after HOSTILE_LIFETIME_SECS seconds
 (env, default 900) so a broken test never leaks processes forever.
@@ -56,7 +59,8 @@ LATEST_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "wrong_types",
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
-         "slow_one", "notify_flood", "one_write", "string_id", "wrapper_exit")
+         "slow_one", "notify_flood", "one_write", "string_id", "wrapper_exit",
+         "many_tools")
 
 _out_lock = threading.Lock()
 _stdout_closed = False
@@ -255,6 +259,21 @@ def handle(msg):
             threading.Thread(target=flood_stderr, daemon=True).start()
     elif method == "ping":
         result(req_id, {})
+    elif method == "tools/list" and MODE == "many_tools":
+        total = int(os.environ.get("MANY_TOOLS", "100000"))
+        pages = max(1, int(os.environ.get("MANY_TOOLS_PAGES", "1")))
+        cursor = (params or {}).get("cursor") if isinstance(params, dict) else None
+        page = int(cursor[1:]) if isinstance(cursor, str) and cursor[1:].isdigit() else 0
+        per = -(-total // pages)
+        lo, hi = page * per, min(total, (page + 1) * per)
+        tools = tool_defs() if page == 0 else []
+        tools += [{"name": f"t{i}", "description": f"tool number {i}",
+                   "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}}
+                  for i in range(lo, hi)]
+        r = {"tools": tools}
+        if page + 1 < pages:
+            r["nextCursor"] = f"p{page + 1}"
+        result(req_id, r)
     elif method == "tools/list":
         result(req_id, {"tools": tool_defs()})
         if MODE == "close_stdout":

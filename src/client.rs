@@ -82,6 +82,10 @@ where
                 message: format!("result has no {key} array: {}", excerpt(&r)),
             })?;
         for item in items {
+            if out.len() >= limits::MAX_TOOLS {
+                ::log::warn!(target: "mcp_client", "[{}] {method}: kept the first {} items; the rest are dropped", client.name(), limits::MAX_TOOLS);
+                return Ok(out);
+            }
             match map(item) {
                 Ok(v) => out.push(v),
                 Err(m) => {
@@ -237,6 +241,13 @@ pub struct ClientOptions {
     pub ping_timeout: Duration,
     /// Cap on `tools/list` pages.
     pub max_tool_pages: usize,
+    /// Most tools kept of one server's list ([`limits::MAX_TOOLS`]); past
+    /// it the list is cut, with a warning and a lifecycle line.
+    pub max_tools: usize,
+    /// Most JSON text (about, in bytes) the kept tools of one server may
+    /// amount to ([`limits::MAX_TOOL_LIST_BYTES`]); past it the list is
+    /// cut, as at `max_tools`.
+    pub max_tool_list_bytes: usize,
     /// Largest message accepted from the server, in bytes.
     pub max_message_size: usize,
     /// Capacity of the outgoing queue (stdio).
@@ -324,6 +335,8 @@ impl Default for ClientOptions {
             call_timeout: limits::CALL_TIMEOUT,
             ping_timeout: limits::PING_TIMEOUT,
             max_tool_pages: limits::MAX_TOOL_PAGES,
+            max_tools: limits::MAX_TOOLS,
+            max_tool_list_bytes: limits::MAX_TOOL_LIST_BYTES,
             max_message_size: limits::MAX_MESSAGE_SIZE,
             write_queue_capacity: limits::WRITE_QUEUE_CAPACITY,
             max_pending_requests: limits::MAX_PENDING_REQUESTS,
@@ -359,6 +372,8 @@ impl fmt::Debug for ClientOptions {
             .field("call_timeout", &self.call_timeout)
             .field("ping_timeout", &self.ping_timeout)
             .field("max_tool_pages", &self.max_tool_pages)
+            .field("max_tools", &self.max_tools)
+            .field("max_tool_list_bytes", &self.max_tool_list_bytes)
             .field("max_message_size", &self.max_message_size)
             .field("write_queue_capacity", &self.write_queue_capacity)
             .field("max_pending_requests", &self.max_pending_requests)
@@ -586,6 +601,13 @@ pub trait McpServerClient: Send + Sync {
     /// triggers), or `None` when tools were never listed.
     fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
         None
+    }
+
+    /// [`list_tools`](Self::list_tools) without the copy: the list the
+    /// connection keeps as its cached one, shared. For callers that only
+    /// read it (a long list is then held once, not twice).
+    fn list_tools_shared(&self) -> Result<Arc<Vec<McpTool>>> {
+        self.list_tools().map(Arc::new)
     }
 
     /// Lists every resource (`resources/list`, all pages).

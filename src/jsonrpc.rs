@@ -184,7 +184,7 @@ struct Envelope {
     method: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     params: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::jsonrpc_cap::result")]
     result: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     error: Option<Value>,

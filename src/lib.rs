@@ -61,6 +61,7 @@ mod error;
 mod http;
 mod inbox;
 mod json;
+mod jsonrpc_cap;
 mod log;
 mod notification;
 mod peer;

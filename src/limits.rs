@@ -95,6 +95,23 @@ pub const PING_TIMEOUT: Duration = Duration::from_secs(10);
 /// server that never clears `nextCursor`.
 pub const MAX_TOOL_PAGES: usize = 50;
 
+/// Most tools kept of one server's `tools/list` (all pages together);
+/// the rest are dropped with a warning and a lifecycle line. No model API
+/// takes more than a few hundred tools in a request, and each kept tool
+/// costs memory for as long as the connection lives, so a server listing
+/// 100 000 cannot make the host hold them all.
+/// [`ClientOptions::max_tools`](crate::ClientOptions::max_tools) changes it.
+pub const MAX_TOOLS: usize = 10_000;
+
+/// Most JSON text (about, in bytes) the kept tools of one server's list may
+/// amount to, all pages together; past it the list is cut as at
+/// [`MAX_TOOLS`]. Parsed, a definition costs some fifteen to twenty-five
+/// times its text, so this bounds what a list of few but huge definitions
+/// holds (a 55 MB page of them would otherwise take gigabytes).
+/// [`ClientOptions::max_tool_list_bytes`](crate::ClientOptions::max_tool_list_bytes)
+/// changes it.
+pub const MAX_TOOL_LIST_BYTES: usize = 8 * 1024 * 1024;
+
 /// The largest JSON-RPC message accepted from a server, in bytes.
 ///
 /// Large enough for real image and audio results (base64 inflates by 4/3);

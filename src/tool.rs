@@ -107,11 +107,17 @@ impl McpTool {
     /// string `name`; missing optional members take their defaults, and a
     /// missing `inputSchema` becomes an empty object schema.
     pub fn from_json(v: &Value) -> Result<McpTool, String> {
-        let w = wire::Tool::deserialize(v).unwrap_or_default();
-        let name = w
-            .name
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| "tool definition has no name".to_string())?;
+        McpTool::from_value(v.clone()).map_err(|(m, _)| m)
+    }
+
+    /// [`McpTool::from_json`] of a definition the caller owns: it becomes
+    /// [`McpTool::raw`] without a copy (a long tool list is moved into its
+    /// tools, never held twice). On error the definition is handed back.
+    pub(crate) fn from_value(v: Value) -> Result<McpTool, (String, Value)> {
+        let w = wire::Tool::deserialize(&v).unwrap_or_default();
+        let Some(name) = w.name.filter(|n| !n.is_empty()) else {
+            return Err(("tool definition has no name".to_string(), v));
+        };
         Ok(McpTool {
             name,
             title: w.title,
@@ -127,7 +133,7 @@ impl McpTool {
                 .and_then(|e| e.task_support)
                 .map(|t| TaskSupport::parse(&t))
                 .unwrap_or_default(),
-            raw: v.clone(),
+            raw: v,
         })
     }
 

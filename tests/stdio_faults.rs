@@ -280,3 +280,45 @@ fn a_wrapper_that_exits_fails_the_call_even_if_a_grandchild_holds_the_pipe() {
     assert!(!s.is_connected());
     s.close().unwrap();
 }
+
+/// A server listing 100 000 tools in one page: the client keeps
+/// `max_tools` of them (the rest are skipped unparsed, see the
+/// `tool_list_rss` example for what that saves), says so in the server's
+/// log channel, and the kept tools still work. The size cap cuts a list of
+/// few but large definitions the same way, across pages.
+#[test]
+fn a_huge_tool_list_is_cut_at_the_caps() {
+    let cfg = |pages: &str| {
+        script_config("many", "hostile_mcp_server.py", &["many_tools"])
+            .with_env("MANY_TOOLS", "100000")
+            .with_env("MANY_TOOLS_PAGES", pages)
+    };
+    let (ltx, lrx) = crossbeam_channel::unbounded();
+    let mut opts = test_options().logs(ltx);
+    opts.max_tools = 500;
+    let s = skald_mcp::McpServer::connect(&cfg("1"), opts).unwrap();
+    let tools = s.list_tools().unwrap();
+    assert_eq!(tools.len(), 500);
+    assert_eq!(tools[0].name, "echo");
+    assert_eq!(tools[499].name, "t498");
+    assert_eq!(
+        text(s.call_tool("echo", json!({"text": "still fine"})).unwrap()),
+        "still fine"
+    );
+    let said: Vec<String> = lrx.try_iter().map(|l| l.text).collect();
+    assert!(
+        said.iter()
+            .any(|l| l.contains("kept the first 500 tools") && l.contains("the server lists more")),
+        "{said:?}"
+    );
+    s.close().unwrap();
+
+    // The size cap, over eight pages: each definition is about 100 bytes
+    // of JSON, so 20 000 bytes keep about two hundred.
+    let mut opts = test_options();
+    opts.max_tool_list_bytes = 20_000;
+    let s = skald_mcp::McpServer::connect(&cfg("8"), opts).unwrap();
+    let n = s.list_tools().unwrap().len();
+    assert!((150..=250).contains(&n), "{n} tools kept");
+    s.close().unwrap();
+}

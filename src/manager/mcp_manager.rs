@@ -958,7 +958,7 @@ impl Inner {
         self.with_slot(&cfg.name, |s| s.connecting = Some(Arc::clone(&client)));
         let outcome = client
             .initialize()
-            .and_then(|info| client.list_tools().map(|t| (info, t.len())));
+            .and_then(|info| client.list_tools_shared().map(|t| (info, t.len())));
         self.with_slot(&cfg.name, |s| s.connecting = None);
         match outcome {
             Ok((info, n)) if !self.closed.load(Ordering::Acquire) => {

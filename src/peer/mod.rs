@@ -981,7 +981,12 @@ impl Peer {
 
     /// Decodes one frame and routes every message in it.
     pub(crate) fn dispatch_bytes(self: &Arc<Self>, bytes: &[u8]) {
-        if let Err(e) = jsonrpc::decode_each(bytes, |m| self.dispatch(m)) {
+        let decoded = crate::jsonrpc_cap::with_cap(
+            self.opts.max_tools,
+            self.opts.max_tool_list_bytes,
+            || jsonrpc::decode_each(bytes, |m| self.dispatch(m)),
+        );
+        if let Err(e) = decoded {
             self.malformed(bytes, e);
         }
     }
@@ -1199,5 +1204,9 @@ impl<C: Connection> crate::McpServerClient for C {
 
     fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
         self.peer().cached_tools()
+    }
+
+    fn list_tools_shared(&self) -> Result<Arc<Vec<McpTool>>> {
+        self.peer().refresh_tools()
     }
 }

@@ -6,59 +6,105 @@ use super::*;
 
 impl Peer {
     pub(crate) fn list_tools(&self) -> Result<Vec<McpTool>> {
+        self.refresh_tools().map(|t| t.as_ref().clone())
+    }
+
+    /// Lists every page of the tools and keeps the list as the cached one;
+    /// the list is shared with the cache, not copied.
+    ///
+    /// What a list may cost is bounded: the decoder skips definitions past
+    /// the caps unparsed (`jsonrpc_cap`), each page's definitions are moved
+    /// into the tools they become (never copied whole), and at most
+    /// `ClientOptions::max_tools` tools of at most `max_tool_list_bytes` of
+    /// JSON text are kept, the rest dropped with a warning and a lifecycle
+    /// line, and no further page asked for.
+    pub(crate) fn refresh_tools(&self) -> Result<Arc<Vec<McpTool>>> {
         let mut tools: Vec<McpTool> = Vec::new();
         let mut names = HashSet::new();
         let mut seen_cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut complete = false;
+        let mut cut = false;
+        let max_tools = self.opts.max_tools;
+        let max_bytes = self.opts.max_tool_list_bytes;
+        let mut bytes = 0usize;
         let mirrors = self.out.mirrors_headers() && self.initialize()?.era == Era::Modern;
         for _ in 0..self.opts.max_tool_pages.max(1) {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let r = self.request("tools/list", params, &CallOptions::default())?;
-            let arr =
-                r.get("tools")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| McpError::Protocol {
+            let mut r = self.request("tools/list", params, &CallOptions::default())?;
+            let next = r
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned);
+            // The decoder cut this page already (`jsonrpc_cap`).
+            cut |= r
+                .as_object_mut()
+                .and_then(|o| o.remove(crate::jsonrpc_cap::TOOLS_CUT))
+                .is_some();
+            let page = match r.get_mut("tools").map(Value::take) {
+                Some(Value::Array(a)) => a,
+                _ => {
+                    return Err(McpError::Protocol {
                         server: self.name.clone(),
                         method: Some("tools/list".into()),
                         message: format!("result has no tools array: {}", excerpt(&r)),
-                    })?;
-            for t in arr {
-                match McpTool::from_json(t) {
-                    Ok(tool) if mirrors => {
-                        if let Err(why) = crate::model::validate_tool(&tool.input_schema) {
-                            // 2026-07-28 over HTTP: a tool whose header
-                            // declarations are invalid is left out.
-                            ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);
-                            self.lifecycle(format!("tool '{}' left out: {why}", tool.name));
-                        } else if names.insert(tool.name.clone()) {
-                            tools.push(tool);
-                        } else {
-                            ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
-                        }
-                    }
+                    })
+                }
+            };
+            drop(r);
+            let mut page = page.into_iter();
+            for t in page.by_ref() {
+                bytes = bytes.saturating_add(crate::jsonrpc_cap::approx_len(&t));
+                if tools.len() >= max_tools || bytes > max_bytes {
+                    cut = true;
+                    break;
+                }
+                match McpTool::from_value(t) {
                     Ok(tool) => {
+                        if mirrors {
+                            if let Err(why) = crate::model::validate_tool(&tool.input_schema) {
+                                // 2026-07-28 over HTTP: a tool whose header
+                                // declarations are invalid is left out.
+                                ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);
+                                self.lifecycle(format!("tool '{}' left out: {why}", tool.name));
+                                continue;
+                            }
+                        }
                         if names.insert(tool.name.clone()) {
                             tools.push(tool);
                         } else {
                             ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
                         }
                     }
-                    Err(m) => {
-                        ::log::warn!(target: "mcp_client", "[{}] skipping tool: {m}: {}", self.name, excerpt(t))
+                    Err((m, t)) => {
+                        ::log::warn!(target: "mcp_client", "[{}] skipping tool: {m}: {}", self.name, excerpt(&t))
                     }
                 }
             }
-            match r.get("nextCursor").and_then(Value::as_str) {
-                Some(c) if !c.is_empty() => {
-                    if !seen_cursors.insert(c.to_owned()) {
+            if cut {
+                // The decoder skips what lies past the caps unparsed: how
+                // many tools there were is not known, only that there were
+                // more.
+                let n = tools.len();
+                ::log::warn!(target: "mcp_client", "[{}] tools/list: kept the first {n} tools (caps: {max_tools} tools, {max_bytes} bytes); the server lists more", self.name);
+                self.lifecycle(format!(
+                    "tools/list: kept the first {n} tools (ClientOptions::max_tools {max_tools}, max_tool_list_bytes {max_bytes}); the server lists more"
+                ));
+                complete = true;
+                break;
+            }
+            drop(page);
+            match next {
+                Some(c) => {
+                    if !seen_cursors.insert(c.clone()) {
                         ::log::warn!(target: "mcp_client", "[{}] tools/list repeated cursor {c:?}; stopping", self.name);
                         complete = true;
                         break;
                     }
-                    cursor = Some(c.to_owned());
+                    cursor = Some(c);
                 }
-                _ => {
+                None => {
                     complete = true;
                     break;
                 }
@@ -72,7 +118,9 @@ impl Peer {
                 self.opts.max_tool_pages
             );
         }
-        *self.tools.write() = Some(Arc::new(tools.clone()));
+        tools.shrink_to_fit();
+        let tools = Arc::new(tools);
+        *self.tools.write() = Some(Arc::clone(&tools));
         Ok(tools)
     }
 
@@ -95,7 +143,7 @@ impl Peer {
             crate::limits::READER_THREAD_STACK,
             move || loop {
                 peer.tools_stale.store(false, Ordering::Release);
-                match peer.list_tools() {
+                match peer.refresh_tools() {
                     Ok(t) => {
                         ::log::debug!(target: "mcp_client", "[{}] tool list refreshed: {} tools", peer.name, t.len())
                     }

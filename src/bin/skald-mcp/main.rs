@@ -400,7 +400,7 @@ fn list(g: &Global, check: bool) -> Res {
                             return ("disabled".to_owned(), String::new());
                         }
                         match connect(c, opts, Some(store_ref)).and_then(|cl| {
-                            let n = cl.list_tools().map_err(Failure::from)?.len();
+                            let n = cl.list_tools_shared().map_err(Failure::from)?.len();
                             let info = cl.initialize().map_err(Failure::from)?;
                             let _ = cl.close();
                             Ok((n, info))
@@ -512,7 +512,7 @@ fn truncate(s: &str, n: usize) -> String {
 fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
     match verb {
         Verb::Tools => {
-            let tools = c.list_tools()?;
+            let tools = c.list_tools_shared()?;
             if g.json {
                 out!(
                     "{}",
@@ -520,7 +520,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                 );
                 return Ok(());
             }
-            for t in &tools {
+            for t in tools.iter() {
                 let a = &t.annotations;
                 let mut hints = Vec::new();
                 for (on, label) in [
@@ -671,7 +671,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
 
 fn call(g: &Global, c: &dyn McpServerClient, tool: &str, arguments: &Value) -> Res {
     // Learn the tool's task support and output schema first.
-    let _ = c.list_tools();
+    let _ = c.list_tools_shared();
     let tty = term::stderr_is_tty();
     let mut opts = CallOptions::new();
     if tty {

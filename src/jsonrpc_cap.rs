@@ -1,0 +1,234 @@
+//! A response's `result.tools` array read with a cap, while the frame is
+//! decoded: a `tools/list` page of 100 000 definitions would otherwise
+//! become 100 000 parsed JSON values (about fifteen times its bytes) before
+//! the client could drop any. Elements past the cap (a count, and a size:
+//! the JSON text the kept elements amount to) are skipped unparsed, and
+//! the result object then gets the member [`TOOLS_CUT`] so that the list
+//! knows it was cut.
+//!
+//! The cap is per connection (`ClientOptions::max_tools`,
+//! `max_tool_list_bytes`), but the envelope is read by a serde derive that
+//! takes no arguments, so it travels in a thread-local set for the
+//! duration of one [`with_cap`] call on the reading thread.
+
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The member a cut `tools/list` result gets (`true`).
+pub(crate) const TOOLS_CUT: &str = "io.github.skald-mcp/toolsCut";
+
+#[derive(Clone, Copy)]
+struct Cap {
+    items: usize,
+    bytes: usize,
+}
+
+const NO_CAP: Cap = Cap {
+    items: usize::MAX,
+    bytes: usize::MAX,
+};
+
+thread_local! {
+    static TOOLS_CAP: Cell<Cap> = const { Cell::new(NO_CAP) };
+    static CUT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` (a decode) with `result.tools` capped at `items` elements and
+/// about `bytes` bytes of JSON text.
+pub(crate) fn with_cap<T>(items: usize, bytes: usize, f: impl FnOnce() -> T) -> T {
+    struct Restore(Cap);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            TOOLS_CAP.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(TOOLS_CAP.with(|c| c.replace(Cap { items, bytes })));
+    f()
+}
+
+/// About how many bytes of JSON text `v` is (a walk, no serialising):
+/// what a kept tool costs is measured in what the server spent on it.
+pub(crate) fn approx_len(v: &Value) -> usize {
+    match v {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => 2 + a.iter().map(|x| approx_len(x) + 1).sum::<usize>(),
+        Value::Object(m) => {
+            2 + m
+                .iter()
+                .map(|(k, x)| k.len() + 4 + approx_len(x))
+                .sum::<usize>()
+        }
+    }
+}
+
+/// `deserialize_with` of the envelope's `result`: present (even `null`) is
+/// `Some`, and a `tools` member that is an array keeps at most the cap.
+pub(crate) fn result<'de, D: de::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    let cap = TOOLS_CAP.with(Cell::get);
+    if cap.items == usize::MAX && cap.bytes == usize::MAX {
+        return Value::deserialize(d).map(Some);
+    }
+    d.deserialize_any(Build { cap, top: true }).map(Some)
+}
+
+/// Builds a [`Value`]; `top`: this is the result object (whose `tools` is
+/// capped), else it is the `tools` member (an array capped at `cap`).
+struct Build {
+    cap: Cap,
+    top: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Build {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Build {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let cap = if self.top { NO_CAP } else { self.cap };
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        while out.len() < cap.items {
+            match seq.next_element::<Value>()? {
+                Some(v) => {
+                    bytes = bytes.saturating_add(approx_len(&v));
+                    if bytes > cap.bytes {
+                        break;
+                    }
+                    out.push(v)
+                }
+                None => return Ok(Value::Array(out)),
+            }
+        }
+        // Past the cap: read on (the frame must still be valid JSON), keep
+        // nothing.
+        let mut more = false;
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            more = true;
+        }
+        if more || bytes > cap.bytes {
+            CUT.with(|c| c.set(true));
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let v = if self.top && key == "tools" {
+                CUT.with(|c| c.set(false));
+                let v = map.next_value_seed(Build {
+                    cap: self.cap,
+                    top: false,
+                })?;
+                if CUT.with(|c| c.replace(false)) {
+                    out.insert(TOOLS_CUT.to_owned(), Value::Bool(true));
+                }
+                v
+            } else {
+                map.next_value::<Value>()?
+            };
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Deserialize)]
+    struct Env {
+        #[serde(default, deserialize_with = "result")]
+        result: Option<Value>,
+    }
+
+    fn decode(text: &str, cap: usize) -> Value {
+        with_cap(cap, usize::MAX, || {
+            serde_json::from_str::<Env>(text).unwrap().result.unwrap()
+        })
+    }
+
+    #[test]
+    fn only_the_result_tools_array_is_capped() {
+        let text = r#"{"result":{"tools":[{"name":"a"},{"name":"b"},{"name":"c"}],"nextCursor":"n","other":[1,2,3]}}"#;
+        assert_eq!(
+            decode(text, 2),
+            json!({"io.github.skald-mcp/toolsCut":true,"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"n","other":[1,2,3]})
+        );
+        assert!(decode(text, 3).get(TOOLS_CUT).is_none(), "nothing was cut");
+        // The size cap: about 14 bytes each, 30 allowed.
+        let by_size = with_cap(usize::MAX, 30, || {
+            serde_json::from_str::<Env>(text).unwrap().result.unwrap()
+        });
+        assert_eq!(by_size["tools"].as_array().unwrap().len(), 2);
+        assert_eq!(by_size[TOOLS_CUT], true);
+        assert_eq!(
+            decode(text, usize::MAX)["tools"].as_array().unwrap().len(),
+            3
+        );
+        // Nested `tools` (a tool's structuredContent) is left alone.
+        let nested = r#"{"result":{"structuredContent":{"tools":[1,2,3]},"tools":"x"}}"#;
+        assert_eq!(
+            decode(nested, 1),
+            json!({"structuredContent":{"tools":[1,2,3]},"tools":"x"})
+        );
+        assert_eq!(decode(r#"{"result":[1,2]}"#, 1), json!([1, 2]));
+        assert_eq!(decode(r#"{"result":null}"#, 1), Value::Null);
+    }
+
+    #[test]
+    fn the_cap_is_restored_and_bad_json_past_it_is_still_an_error() {
+        let _ = decode(r#"{"result":{"tools":[1,2]}}"#, 1);
+        assert_eq!(TOOLS_CAP.with(Cell::get).items, usize::MAX);
+        let bad = r#"{"result":{"tools":[1,2,}]}}"#;
+        assert!(with_cap(1, usize::MAX, || serde_json::from_str::<Env>(bad)).is_err());
+        assert_eq!(
+            approx_len(&json!({"name":"a"})),
+            r#"{"name":"a"}"#.len() + 1
+        );
+    }
+}
