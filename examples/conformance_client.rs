@@ -152,7 +152,9 @@ fn run(scenario: &str, url: &str, context: &Value, options: ClientOptions) -> Re
             if let Some(t) = tools.first() {
                 match server.call_tool(&t.name, json!({})) {
                     Ok(r) => println!("{}", r.to_text()),
-                    Err(e @ McpError::Auth { .. }) => return Err(e),
+                    Err(e @ (McpError::Auth { .. } | McpError::AuthRefused { .. })) => {
+                        return Err(e)
+                    }
                     Err(e) => eprintln!("{} answered: {e}", t.name),
                 }
             }

@@ -28,6 +28,16 @@ Endpoints (one process plays both roles):
                                               resource = this server's /mcp)
   GET  /_received                             JSON list of every request seen (method, path,
                                               headers, query, form) for the tests
+  POST /_migrate                              (mode "migration") the resource moves to the second
+                                              authorization server, issuer <base>/as2 (metadata at
+                                              /.well-known/oauth-authorization-server/as2, endpoints
+                                              under /as2/): the PRM names it from now on and tokens
+                                              of the first are answered 401
+
+The authorization server advertises authorization_response_iss_parameter_supported and puts
+its issuer in the authorization response's `iss` (RFC 9207), unless a mode says otherwise.
+Clients, codes and tokens belong to the issuer that made them: one authorization server does not
+accept another's.
 
 Tools: whoami -> text "<client_id> <scope>"; admin -> needs scope "mcp:admin", else 403 with
 WWW-Authenticate error="insufficient_scope", scope="mcp:read mcp:admin".
@@ -41,6 +51,15 @@ Modes:
   no_pkce       AS metadata omits code_challenge_methods_supported
   idp_refuses   /idp/token answers 400 invalid_grant
   idp_wrong_type  /idp/token issues an access_token type instead of an ID-JAG
+  mixup         the AS metadata declares issuer https://attacker.example (RFC 8414 3.3 mix-up)
+  wrong_iss     the authorization response's iss is https://evil.example (RFC 9207)
+  wrong_iss_error  as wrong_iss, and the response is an error whose description must not be shown
+  unadvertised_wrong_iss  iss support is not advertised, but a wrong iss is sent anyway
+  missing_iss   iss support is advertised, but the response has no iss
+  normalized_iss  the response's iss is the issuer with a trailing slash
+  no_iss        iss support is not advertised and no iss is sent (a pre-RFC 9207 server)
+  insecure_endpoints  the AS metadata names a plain-http, non-loopback token endpoint
+  migration     see POST /_migrate
 """
 
 import argparse
@@ -55,7 +74,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STATE = {"mode": "default", "received": [], "clients": {}, "codes": {}, "tokens": {}, "refresh": {},
-         "jags": {}}
+         "jags": {}, "migrated": False}
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
@@ -74,6 +93,36 @@ class Handler(BaseHTTPRequestHandler):
 
     def base(self):
         return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def as_prefix(self, path):
+        """("/as2", rest) for the second authorization server's endpoints, else ("", path)."""
+        if path.startswith("/as2/"):
+            return "/as2", path[4:]
+        return "", path
+
+    def issuer(self, prefix=""):
+        return self.base() + prefix
+
+    def as_metadata(self, prefix):
+        iss = self.issuer(prefix)
+        mode = STATE["mode"]
+        meta = {
+            "issuer": "https://attacker.example" if mode == "mixup" else iss,
+            "authorization_endpoint": iss + "/authorize",
+            "token_endpoint": "http://auth.example.invalid/token" if mode == "insecure_endpoints"
+            else iss + "/token",
+            "registration_endpoint": iss + "/register",
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials",
+                                      JWT_BEARER],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "code_challenge_methods_supported": ["S256"],
+            "authorization_response_iss_parameter_supported":
+                mode not in ("unadvertised_wrong_iss", "no_iss"),
+        }
+        if mode == "no_pkce":
+            del meta["code_challenge_methods_supported"]
+        return meta
 
     def send_json(self, status, obj, headers=None):
         body = json.dumps(obj).encode()
@@ -109,33 +158,38 @@ class Handler(BaseHTTPRequestHandler):
         if u.path == "/.well-known/oauth-protected-resource/mcp":
             return self.send_json(200, {
                 "resource": self.base() + "/mcp",
-                "authorization_servers": [self.base()],
+                "authorization_servers": [self.issuer("/as2" if STATE["migrated"] else "")],
                 "scopes_supported": ["mcp:read", "mcp:admin"],
             })
         if u.path == "/.well-known/oauth-authorization-server":
-            meta = {
-                "issuer": self.base(),
-                "authorization_endpoint": self.base() + "/authorize",
-                "token_endpoint": self.base() + "/token",
-                "registration_endpoint": self.base() + "/register",
-                "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials",
-                                          JWT_BEARER],
-                "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-                "code_challenge_methods_supported": ["S256"],
-            }
-            if STATE["mode"] == "no_pkce":
-                del meta["code_challenge_methods_supported"]
-            return self.send_json(200, meta)
-        if u.path == "/authorize":
+            return self.send_json(200, self.as_metadata(""))
+        if u.path == "/.well-known/oauth-authorization-server/as2" and STATE["mode"] == "migration":
+            return self.send_json(200, self.as_metadata("/as2"))
+        prefix, path = self.as_prefix(u.path)
+        if path == "/authorize":
             q = dict(urllib.parse.parse_qsl(u.query))
             if q.get("code_challenge_method") != "S256" or not q.get("code_challenge"):
                 return self.send_json(400, {"error": "invalid_request", "error_description": "PKCE S256 required"})
+            with LOCK:
+                known = STATE["clients"].get(q.get("client_id"))
+            if known is not None and known["issuer"] != self.issuer(prefix):
+                return self.send_json(400, {"error": "invalid_client",
+                                            "error_description": "client of another authorization server"})
             code = secrets.token_urlsafe(12)
             with LOCK:
-                STATE["codes"][code] = q
+                STATE["codes"][code] = dict(q, issuer=self.issuer(prefix))
             state = "wrong-state" if STATE["mode"] == "bad_state" else q.get("state", "")
-            loc = q["redirect_uri"] + "?" + urllib.parse.urlencode({"code": code, "state": state})
+            params = {"code": code, "state": state}
+            mode = STATE["mode"]
+            if mode == "wrong_iss_error":
+                params = {"error": "access_denied", "error_description": "ATTACKER-CHOSEN TEXT", "state": state}
+            if mode in ("wrong_iss", "wrong_iss_error", "unadvertised_wrong_iss"):
+                params["iss"] = "https://evil.example"
+            elif mode == "normalized_iss":
+                params["iss"] = self.issuer(prefix) + "/"
+            elif mode not in ("missing_iss", "no_iss"):
+                params["iss"] = self.issuer(prefix)
+            loc = q["redirect_uri"] + "?" + urllib.parse.urlencode(params)
             self.send_response(302)
             self.send_header("Location", loc)
             self.send_header("Content-Length", "0")
@@ -147,31 +201,38 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         u = urllib.parse.urlsplit(self.path)
         raw = self.read_body()
-        if u.path in ("/token", "/idp/token"):
+        prefix, path = self.as_prefix(u.path)
+        if path == "/token" or u.path == "/idp/token":
             form = dict(urllib.parse.parse_qsl(raw.decode()))
             self.record(form=form)
-            return self.token(form) if u.path == "/token" else self.idp_token(form)
+            return self.token(form, prefix) if path == "/token" else self.idp_token(form)
         try:
             body = json.loads(raw or b"null")
         except ValueError:
             body = None
         self.record(body=body)
-        if u.path == "/register":
+        if u.path == "/_migrate":
+            with LOCK:
+                STATE["migrated"] = True
+            return self.send_json(200, {"migrated": True})
+        if path == "/register":
             method = (body or {}).get("token_endpoint_auth_method", "client_secret_basic")
             cid = "dyn-" + secrets.token_hex(4)
+            if prefix:
+                cid = "as2-" + cid
             resp = {"client_id": cid, "token_endpoint_auth_method": method,
                     "redirect_uris": (body or {}).get("redirect_uris", [])}
             if method != "none":
                 resp["client_secret"] = "sec-" + secrets.token_hex(8)
             with LOCK:
-                STATE["clients"][cid] = resp
+                STATE["clients"][cid] = dict(resp, issuer=self.issuer(prefix))
             return self.send_json(201, resp)
         if u.path == "/mcp":
             return self.mcp(body)
         self.send_json(404, {"error": "not found"})
 
-    def client_auth(self, form):
-        """Returns the authenticated client id, or None."""
+    def client_auth(self, form, prefix=""):
+        """Returns the authenticated client id, or None (also for a client of another AS)."""
         auth = self.headers.get("Authorization", "")
         if auth.startswith("Basic "):
             cid, _, sec = base64.b64decode(auth[6:]).decode().partition(":")
@@ -182,18 +243,20 @@ class Handler(BaseHTTPRequestHandler):
             c = STATE["clients"].get(cid)
         if c is None:
             return cid if cid and cid.startswith("pre-") and sec == "pre-secret" else None
+        if c["issuer"] != self.issuer(prefix):
+            return None
         if c.get("client_secret") and c["client_secret"] != sec:
             return None
         return cid
 
-    def issue(self, cid, scope):
+    def issue(self, cid, scope, prefix=""):
         tok = "at-" + secrets.token_hex(8)
         ref = "rt-" + secrets.token_hex(8)
         short = STATE["mode"] == "short_tokens"
         with LOCK:
-            STATE["tokens"][tok] = {"client": cid, "scope": scope,
+            STATE["tokens"][tok] = {"client": cid, "scope": scope, "issuer": self.issuer(prefix),
                                     "exp": time.time() + (1 if short else 3600)}
-            STATE["refresh"][ref] = {"client": cid, "scope": scope}
+            STATE["refresh"][ref] = {"client": cid, "scope": scope, "issuer": self.issuer(prefix)}
         resp = {"access_token": tok, "token_type": "Bearer", "expires_in": 1 if short else 3600,
                 "refresh_token": ref}
         if scope:
@@ -217,15 +280,15 @@ class Handler(BaseHTTPRequestHandler):
         issued = "urn:ietf:params:oauth:token-type:access_token" if STATE["mode"] == "idp_wrong_type" else ID_JAG
         return self.send_json(200, {"access_token": jag, "issued_token_type": issued, "token_type": "N_A"})
 
-    def token(self, form):
-        cid = self.client_auth(form)
+    def token(self, form, prefix=""):
+        cid = self.client_auth(form, prefix)
         if cid is None:
             return self.send_json(401, {"error": "invalid_client"})
         gt = form.get("grant_type")
         if gt == "authorization_code":
             with LOCK:
                 q = STATE["codes"].pop(form.get("code", ""), None)
-            if q is None:
+            if q is None or q["issuer"] != self.issuer(prefix):
                 return self.send_json(400, {"error": "invalid_grant"})
             if b64url(hashlib.sha256(form.get("code_verifier", "").encode()).digest()) != q["code_challenge"]:
                 return self.send_json(400, {"error": "invalid_grant", "error_description": "PKCE verification failed"})
@@ -236,13 +299,13 @@ class Handler(BaseHTTPRequestHandler):
             scope = q.get("scope", "")
             if STATE["mode"] == "never_admin":
                 scope = " ".join(s for s in scope.split() if s != "mcp:admin")
-            return self.send_json(200, self.issue(cid, scope))
+            return self.send_json(200, self.issue(cid, scope, prefix))
         if gt == "refresh_token":
             with LOCK:
                 r = STATE["refresh"].get(form.get("refresh_token", ""))
-            if r is None or r["client"] != cid:
+            if r is None or r["client"] != cid or r["issuer"] != self.issuer(prefix):
                 return self.send_json(400, {"error": "invalid_grant"})
-            return self.send_json(200, self.issue(cid, r["scope"]))
+            return self.send_json(200, self.issue(cid, r["scope"], prefix))
         if gt == "client_credentials":
             return self.send_json(200, self.issue(cid, form.get("scope", "")))
         if gt == JWT_BEARER:
@@ -258,6 +321,9 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             t = STATE["tokens"].get(auth[7:]) if auth.startswith("Bearer ") else None
         prm = self.base() + "/.well-known/oauth-protected-resource/mcp"
+        current = self.issuer("/as2" if STATE["migrated"] else "")
+        if t is not None and t["issuer"] != current:
+            t = None
         if t is None or t["exp"] < time.time() or STATE["mode"] == "always_401":
             return self.send_json(401, {"error": "unauthorized"}, {
                 "WWW-Authenticate": f'Bearer resource_metadata="{prm}", scope="mcp:read"'})

@@ -184,6 +184,18 @@ pub enum McpError {
         /// What failed.
         message: String,
     },
+    /// OAuth authorization was refused by one of the client's security
+    /// checks: a mix-up (metadata or authorization response naming another
+    /// issuer), a code that would travel over plain HTTP, credentials of
+    /// another authorization server. Distinct from [`McpError::Auth`] so a
+    /// caller can tell "the server said no" from "this looks like an
+    /// attack"; [`std::error::Error::source`] returns the refusal.
+    AuthRefused {
+        /// The server name.
+        server: String,
+        /// Which check failed, with the values it compared.
+        refusal: Box<crate::auth::AuthRefusal>,
+    },
     /// The server does not implement the protocol version asked for, and
     /// none of the versions it supports is one this client speaks
     /// (`UnsupportedProtocolVersionError`, -32022).
@@ -280,7 +292,8 @@ impl McpError {
             | McpError::MissingClientCapability { server, .. }
             | McpError::InputRequired { server, .. }
             | McpError::StreamEnded { server, .. }
-            | McpError::Auth { server, .. } => Some(server),
+            | McpError::Auth { server, .. }
+            | McpError::AuthRefused { server, .. } => Some(server),
             McpError::Io { .. } | McpError::Store { .. } => None,
         }
     }
@@ -428,6 +441,9 @@ impl fmt::Display for McpError {
             McpError::Auth { server, message } => {
                 write!(f, "MCP server '{server}': authorization failed: {message}")
             }
+            McpError::AuthRefused { server, refusal } => {
+                write!(f, "MCP server '{server}': authorization refused: {refusal}")
+            }
             McpError::UnsupportedProtocolVersion {
                 server,
                 method,
@@ -505,6 +521,7 @@ impl std::error::Error for McpError {
             McpError::Store {
                 source: Some(s), ..
             } => Some(s.as_ref()),
+            McpError::AuthRefused { refusal, .. } => Some(refusal.as_ref()),
             _ => None,
         }
     }

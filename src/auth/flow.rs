@@ -100,6 +100,8 @@ impl OAuthClient {
                         }
                     }
                 }
+                validate::check_redirect_uri(&self.opts.redirect_uri)
+                    .map_err(|r| self.refused(r))?;
                 let verifier =
                     pkce::verifier().map_err(|e| self.err(format!("no randomness: {e}")))?;
                 let state =
@@ -125,6 +127,17 @@ impl OAuthClient {
                     .map_err(|m| self.err(format!("authorization failed: {m}")))?;
                 let params = url::query_params(&redirected);
                 let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+                // RFC 9207 first: on a mismatch not even the `error` of the
+                // response is acted on or shown (MCP 2026-07-28), since it
+                // may come from the attacker's server.
+                if let Some(recorded) = &meta.issuer {
+                    validate::check_response_issuer(
+                        recorded,
+                        meta.authorization_response_iss_parameter_supported,
+                        get("iss").as_deref(),
+                    )
+                    .map_err(|r| self.refused(r))?;
+                }
                 if let Some(e) = get("error") {
                     return Err(self.err(format!("the authorization server refused: {e}")));
                 }
@@ -149,6 +162,7 @@ impl OAuthClient {
                 ..tokens
             },
             client: Some(client),
+            issuer: meta.issuer.clone(),
         };
         self.opts.token_store.save(&self.server, &stored);
         self.state.lock().stored = Some(stored);
@@ -184,6 +198,8 @@ impl OAuthClient {
         if let Some(s) = scope {
             form.push(("scope", s));
         }
+        validate::check_secure("identity provider token endpoint", &id.idp_token_endpoint)
+            .map_err(|r| self.refused(r))?;
         let mut rb = self
             .agent
             .post(&id.idp_token_endpoint)
@@ -296,15 +312,32 @@ impl OAuthClient {
             .client
             .clone()
             .ok_or_else(|| self.err("no client for the refresh"))?;
+        // The refresh token and the client go back to the server that
+        // issued them, and only while the resource still names it: when its
+        // authorization server changed, the caller authorizes afresh with
+        // the new one (and registers there) instead.
+        let issuer = stored.issuer.as_deref().ok_or_else(|| {
+            self.err("the stored tokens do not record their authorization server; not refreshing")
+        })?;
         let resource_meta = self.discover_resource(&BearerChallenge::default())?;
         let meta = match &resource_meta {
-            Some(rm) => rm
-                .authorization_servers
-                .iter()
-                .find_map(|i| self.discover_auth_server(i).ok().flatten())
-                .ok_or_else(|| self.err("no authorization server metadata found"))?,
+            Some(rm) => {
+                if !rm.authorization_servers.iter().any(|s| s == issuer) {
+                    return Err(self.err(format!(
+                        "the resource's authorization server changed from {issuer} to {}; not refreshing there",
+                        rm.authorization_servers.join(", ")
+                    )));
+                }
+                self.discover_auth_server(issuer)?
+                    .ok_or_else(|| self.err("no authorization server metadata found"))?
+            }
             None => self.legacy_auth_server()?,
         };
+        if meta.issuer.as_deref() != Some(issuer) {
+            return Err(self.err(format!(
+                "the resource's authorization server changed from {issuer}; not refreshing there"
+            )));
+        }
         let resource = url::canonical_resource(&self.server_url);
         let form = vec![
             ("grant_type", "refresh_token"),
@@ -321,6 +354,7 @@ impl OAuthClient {
         let new = StoredAuth {
             tokens: tokens.clone(),
             client: Some(client),
+            issuer: Some(issuer.to_owned()),
         };
         self.opts.token_store.save(&self.server, &new);
         self.state.lock().stored = Some(new);

@@ -37,6 +37,7 @@ mod pkce;
 mod registration;
 mod tokens;
 mod url;
+mod validate;
 
 use std::fmt;
 use std::io::Read;
@@ -58,6 +59,7 @@ use registration::{basic_auth, client_assertion};
 pub use tokens::{
     ClientRegistration, MemoryTokenStore, OAuthTokens, StoredAuth, TokenEndpointAuth, TokenStore,
 };
+pub use validate::AuthRefusal;
 
 use crate::error::{McpError, Result};
 use crate::json::strings;
@@ -121,6 +123,13 @@ pub struct OAuthOptions {
     pub client_id: Option<String>,
     /// Pre-registered client secret.
     pub client_secret: Option<String>,
+    /// The issuer of the authorization server the pre-registered
+    /// credentials belong to. When set, they are only ever sent to that
+    /// server: a resource naming another one is refused with
+    /// [`AuthRefusal::CredentialsForAnotherIssuer`] (MCP 2026-07-28,
+    /// "Authorization Server Binding"). `None`: used with whichever server
+    /// the resource names.
+    pub client_issuer: Option<String>,
     /// A pre-registered client's EC P-256 private key (PKCS#8 PEM): the
     /// client then authenticates with an ES256 JWT assertion
     /// (`private_key_jwt`) instead of a secret.
@@ -154,6 +163,7 @@ impl fmt::Debug for OAuthOptions {
                 "client_secret",
                 &self.client_secret.as_ref().map(|_| "<redacted>"),
             )
+            .field("client_issuer", &self.client_issuer)
             .field(
                 "client_assertion_key",
                 &self.client_assertion_key.as_ref().map(|_| "<redacted>"),
@@ -172,6 +182,7 @@ impl Default for OAuthOptions {
         OAuthOptions {
             client_id: None,
             client_secret: None,
+            client_issuer: None,
             client_assertion_key: None,
             client_metadata_url: None,
             client_name: crate::limits::CLIENT_NAME.to_owned(),
@@ -260,6 +271,14 @@ impl OAuthClient {
         McpError::Auth {
             server: self.server.clone(),
             message: message.into(),
+        }
+    }
+
+    fn refused(&self, refusal: AuthRefusal) -> McpError {
+        ::log::warn!(target: "mcp_client", "[{}] OAuth refused: {refusal}", self.server);
+        McpError::AuthRefused {
+            server: self.server.clone(),
+            refusal: Box::new(refusal),
         }
     }
 

@@ -62,6 +62,15 @@ impl OAuthClient {
                 TokenEndpointAuth::ClientSecretBasic
             }
         };
+        if let (Some(bound), Some(_)) = (&self.opts.client_issuer, &self.opts.client_id) {
+            let current = meta.issuer.as_deref().unwrap_or_default();
+            if bound != current {
+                return Err(self.refused(AuthRefusal::CredentialsForAnotherIssuer {
+                    bound: bound.clone(),
+                    current: current.to_owned(),
+                }));
+            }
+        }
         if let (Some(id), Some(_)) = (&self.opts.client_id, &self.opts.client_assertion_key) {
             return Ok(ClientRegistration {
                 client_id: id.clone(),
@@ -76,11 +85,15 @@ impl OAuthClient {
                 auth_method: pick_auth(self.opts.client_secret.is_some()),
             });
         }
+        // A registration is only reused with the server that made it: the
+        // resource may have moved to another authorization server, which
+        // must never see the first one's client id or secret (SEP-2352).
         if let Some(prev) = self
             .state
             .lock()
             .stored
             .as_ref()
+            .filter(|s| s.issuer.is_some() && s.issuer == meta.issuer)
             .and_then(|s| s.client.clone())
         {
             return Ok(prev);
