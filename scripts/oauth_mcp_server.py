@@ -26,6 +26,12 @@ Endpoints (one process plays both roles):
                                               (subject_token_type id_token) for an ID-JAG
                                               (requested_token_type id-jag, audience = this AS,
                                               resource = this server's /mcp)
+  GET  /_workload_token?aud=A[&exp=S]          plays a workload platform (SEP-1933): a JWT (HS256, a key
+                                              only this process knows) for subject "workload-1" with
+                                              audience A, expiring in S seconds (default 300; negative:
+                                              already expired); POST /token takes it as a JWT bearer
+                                              grant when its signature, aud (this AS) and exp hold,
+                                              with or without client authentication
   GET  /_received                             JSON list of every request seen (method, path,
                                               headers, query, form) for the tests
   POST /_migrate                              (mode "migration") the resource moves to the second
@@ -65,6 +71,7 @@ Modes:
 import argparse
 import base64
 import hashlib
+import hmac
 import json
 import secrets
 import sys
@@ -79,10 +86,41 @@ TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 LOCK = threading.Lock()
+WORKLOAD_KEY = secrets.token_bytes(32)
 
 
 def b64url(b):
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def b64url_decode(s):
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def workload_jwt(aud, exp_in):
+    head = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    now = int(time.time())
+    body = b64url(json.dumps({"iss": "https://platform.example", "sub": "workload-1", "aud": aud,
+                              "iat": now, "exp": now + exp_in}).encode())
+    sig = hmac.new(WORKLOAD_KEY, f"{head}.{body}".encode(), hashlib.sha256).digest()
+    return f"{head}.{body}.{b64url(sig)}"
+
+
+def verify_workload_jwt(jwt, aud):
+    """The claims of a valid workload JWT for audience aud, else an error string."""
+    try:
+        head, body, sig = jwt.split(".")
+        want = hmac.new(WORKLOAD_KEY, f"{head}.{body}".encode(), hashlib.sha256).digest()
+        if not hmac.compare_digest(want, b64url_decode(sig)):
+            return "bad signature"
+        claims = json.loads(b64url_decode(body))
+    except (ValueError, TypeError):
+        return "malformed assertion"
+    if claims.get("aud") != aud:
+        return "wrong audience"
+    if claims.get("exp", 0) < time.time():
+        return "expired"
+    return claims
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -155,6 +193,9 @@ class Handler(BaseHTTPRequestHandler):
         if u.path == "/_received":
             with LOCK:
                 return self.send_json(200, STATE["received"])
+        if u.path == "/_workload_token":
+            q = dict(urllib.parse.parse_qsl(u.query))
+            return self.send_json(200, {"token": workload_jwt(q.get("aud", ""), int(q.get("exp", "300")))})
         if u.path == "/.well-known/oauth-protected-resource/mcp":
             return self.send_json(200, {
                 "resource": self.base() + "/mcp",
@@ -281,6 +322,14 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(200, {"access_token": jag, "issued_token_type": issued, "token_type": "N_A"})
 
     def token(self, form, prefix=""):
+        gt = form.get("grant_type")
+        if gt == JWT_BEARER and form.get("assertion", "").count(".") == 2:
+            # A workload identity grant: the assertion authenticates the workload.
+            claims = verify_workload_jwt(form["assertion"], self.issuer(prefix))
+            if isinstance(claims, str):
+                return self.send_json(400, {"error": "invalid_grant", "error_description": claims})
+            who = form.get("client_id") or "workload:" + claims["sub"]
+            return self.send_json(200, self.issue(who, form.get("scope", ""), prefix))
         cid = self.client_auth(form, prefix)
         if cid is None:
             return self.send_json(401, {"error": "invalid_client"})

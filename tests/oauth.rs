@@ -688,3 +688,90 @@ fn stored_state_without_an_issuer_is_never_refreshed() {
     );
     assert_eq!(requested(&s, "/authorize"), 1, "the old token still works");
 }
+
+fn workload_token(s: &Server, aud: &str, exp: i64) -> String {
+    let resp = ureq::get(&format!(
+        "http://127.0.0.1:{}/_workload_token?aud={aud}&exp={exp}",
+        s.port
+    ))
+    .call()
+    .unwrap();
+    let v: Value = serde_json::from_reader(resp.into_body().into_reader()).unwrap();
+    v["token"].as_str().unwrap().to_owned()
+}
+
+fn workload(assertion: Option<String>, client_id: Option<&str>) -> OAuthOptions {
+    OAuthOptions {
+        grant: skald_mcp::auth::Grant::WorkloadIdentity,
+        workload_assertion: assertion,
+        client_id: client_id.map(str::to_owned),
+        ..OAuthOptions::default()
+    }
+}
+
+/// SEP-1933: the workload's platform-issued JWT is the grant: one token
+/// request, no browser, no registration, no secret.
+#[test]
+fn workload_identity_presents_the_platform_jwt_as_a_jwt_bearer_grant() {
+    let s = start("default");
+    let issuer = format!("http://127.0.0.1:{}", s.port);
+    let jwt = workload_token(&s, &issuer, 300);
+    let c = connect(&s, workload(Some(jwt.clone()), None)).unwrap();
+    let who = text(c.call_tool("whoami", json!({})).unwrap());
+    assert_eq!(who, "workload:workload-1 mcp:read");
+    let r = s.received();
+    let tokens: Vec<&Value> = r.iter().filter(|m| m["path"] == "/token").collect();
+    assert_eq!(tokens.len(), 1);
+    let f = &tokens[0]["form"];
+    assert_eq!(
+        f["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_eq!(f["assertion"], jwt.as_str());
+    assert_eq!(f["resource"], s.url());
+    assert!(f.get("client_id").is_none(), "{f}");
+    assert_eq!(requested(&s, "/authorize") + requested(&s, "/register"), 0);
+    // With a client id, it is sent (client authentication "none").
+    let jwt = workload_token(&s, &issuer, 300);
+    let c = connect(&s, workload(Some(jwt), Some("pre-workload"))).unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("pre-workload "));
+}
+
+/// A refused assertion is reported as the server put it, once: no retry,
+/// no other grant tried.
+#[test]
+fn a_refused_workload_assertion_is_reported_not_retried() {
+    for (aud, exp, want) in [
+        ("https://wrong.example", 300, "wrong audience"),
+        ("", -60, "expired"),
+    ] {
+        let s = start("default");
+        let aud = if aud.is_empty() {
+            format!("http://127.0.0.1:{}", s.port)
+        } else {
+            aud.to_owned()
+        };
+        let jwt = workload_token(&s, &aud, exp);
+        match connect(&s, workload(Some(jwt), None)) {
+            Err(McpError::Auth { message, .. }) => {
+                assert!(
+                    message.contains("invalid_grant") && message.contains(want),
+                    "{message}"
+                )
+            }
+            other => panic!("expected an Auth error, got {other:?}"),
+        }
+        assert_eq!(requested(&s, "/token"), 1, "{want}: retried");
+        assert_eq!(requested(&s, "/authorize") + requested(&s, "/register"), 0);
+    }
+    let s = start("default");
+    match connect(&s, workload(None, None)) {
+        Err(McpError::Auth { message, .. }) => {
+            assert!(
+                message.contains("OAuthOptions::workload_assertion"),
+                "{message}"
+            )
+        }
+        other => panic!("expected an Auth error, got {other:?}"),
+    }
+}

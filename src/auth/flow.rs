@@ -74,6 +74,20 @@ impl OAuthClient {
                 }
                 self.token_request(&meta, &client, form)?
             }
+            Grant::WorkloadIdentity => {
+                let jwt = self.opts.workload_assertion.as_deref().ok_or_else(|| {
+                    self.err("the workload identity grant needs OAuthOptions::workload_assertion")
+                })?;
+                let mut form: Vec<(&str, &str)> = vec![
+                    ("grant_type", JWT_BEARER_GRANT),
+                    ("assertion", jwt),
+                    ("resource", &resource),
+                ];
+                if let Some(s) = &scope {
+                    form.push(("scope", s));
+                }
+                self.token_request(&meta, &client, form)?
+            }
             Grant::ClientCredentials => {
                 let mut form: Vec<(&str, &str)> = vec![
                     ("grant_type", "client_credentials"),
@@ -273,6 +287,7 @@ impl OAuthClient {
                 form.push(("client_id", &client.client_id));
                 form.push(("client_secret", secret));
             }
+            _ if client.client_id.is_empty() => {}
             _ => form.push(("client_id", &client.client_id)),
         }
         let v = self.json_answer(

@@ -18,7 +18,8 @@
 //!    clients, the client-credentials grant, or, for enterprise-managed
 //!    clients, cross-app access ([`Grant::CrossAppAccess`]: the user's ID
 //!    token exchanged at the identity provider for an ID-JAG, presented as a
-//!    JWT bearer grant);
+//!    JWT bearer grant), or, for workloads, their platform-issued JWT
+//!    presented as a JWT bearer grant ([`Grant::WorkloadIdentity`]);
 //! 4. keeps the tokens in a [`TokenStore`], refreshes them when they expire,
 //!    and steps the scope up on `403 insufficient_scope`, a bounded number
 //!    of times.
@@ -81,6 +82,14 @@ pub enum Grant {
     /// (RFC 7523). No browser. Needs [`OAuthOptions::identity`] and a
     /// client pre-registered with the authorization server.
     CrossAppAccess,
+    /// Workload identity federation (SEP-1933): a JWT the platform issued
+    /// to this workload (a Kubernetes service-account token, a cloud
+    /// instance identity token, a CI job's OIDC token) is presented as an
+    /// RFC 7523 JWT bearer grant, with no browser and no stored secret.
+    /// Needs [`OAuthOptions::workload_assertion`]; the client id, if the
+    /// authorization server wants one, is [`OAuthOptions::client_id`]. A
+    /// refused assertion is reported, never retried with another grant.
+    WorkloadIdentity,
 }
 
 /// The user's enterprise identity, for [`Grant::CrossAppAccess`].
@@ -153,6 +162,10 @@ pub struct OAuthOptions {
     pub max_step_ups: u32,
     /// The user's identity-provider token, for [`Grant::CrossAppAccess`].
     pub identity: Option<IdentityAssertion>,
+    /// The workload's JWT, for [`Grant::WorkloadIdentity`]: its `aud`
+    /// must be the authorization server's issuer. Such tokens are short
+    /// lived; give each new connection a fresh one.
+    pub workload_assertion: Option<String>,
 }
 
 impl fmt::Debug for OAuthOptions {
@@ -173,6 +186,10 @@ impl fmt::Debug for OAuthOptions {
             .field("scope", &self.scope)
             .field("grant", &self.grant)
             .field("identity", &self.identity)
+            .field(
+                "workload_assertion",
+                &self.workload_assertion.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -193,6 +210,7 @@ impl Default for OAuthOptions {
             token_store: Arc::new(MemoryTokenStore::default()),
             max_step_ups: AUTH_MAX_STEP_UPS,
             identity: None,
+            workload_assertion: None,
         }
     }
 }

@@ -78,6 +78,16 @@ impl OAuthClient {
                 auth_method: TokenEndpointAuth::PrivateKeyJwt,
             });
         }
+        // RFC 7523 section 3: a JWT bearer grant needs no client
+        // authentication; a workload without a client id sends none rather
+        // than registering one.
+        if self.opts.grant == Grant::WorkloadIdentity && self.opts.client_id.is_none() {
+            return Ok(ClientRegistration {
+                client_id: String::new(),
+                client_secret: None,
+                auth_method: TokenEndpointAuth::None,
+            });
+        }
         if let Some(id) = &self.opts.client_id {
             return Ok(ClientRegistration {
                 client_id: id.clone(),
