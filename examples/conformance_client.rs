@@ -140,6 +140,8 @@ fn oauth_options(scenario: &str, context: &Value) -> skald_mcp::auth::OAuthOptio
             }),
         // The workload's platform-issued JWT (SEP-1933).
         workload_assertion: s("valid_jwt"),
+        // Sender-constrained tokens (RFC 9449) where the scenario tests them.
+        dpop: scenario.starts_with("auth/dpop"),
         ..skald_mcp::auth::OAuthOptions::default()
     }
 }

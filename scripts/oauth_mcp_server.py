@@ -66,6 +66,15 @@ Modes:
   no_iss        iss support is not advertised and no iss is sent (a pre-RFC 9207 server)
   insecure_endpoints  the AS metadata names a plain-http, non-loopback token endpoint
   migration     see POST /_migrate
+  dpop          DPoP (RFC 9449): the AS advertises ES256, requires a valid proof at /token and
+                issues token_type DPoP bound to the proof's key (cnf.jkt); /mcp then requires
+                "Authorization: DPoP", a proof with the request's htm/htu, ath, that key and a
+                jti never seen before (a Bearer presentation or a replayed proof is a 401)
+  dpop_nonce    as dpop, and both sides demand their nonce (RFC 9449 sections 8 and 9): /token
+                answers 400 use_dpop_nonce with DPoP-Nonce "as-nonce-1", /mcp 401 with
+                WWW-Authenticate DPoP error="use_dpop_nonce" and DPoP-Nonce "rs-nonce-1"
+  GET  /_dpop   (dpop modes) {"jtis": accepted proof ids at /mcp, "as_nonce_challenges": n,
+                "rs_nonce_challenges": n}
 """
 
 import argparse
@@ -81,7 +90,9 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STATE = {"mode": "default", "received": [], "clients": {}, "codes": {}, "tokens": {}, "refresh": {},
-         "jags": {}, "migrated": False}
+         "jags": {}, "migrated": False, "jtis": [], "as_nonce_challenges": 0, "rs_nonce_challenges": 0}
+AS_NONCE = "as-nonce-1"
+RS_NONCE = "rs-nonce-1"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
@@ -104,6 +115,99 @@ def workload_jwt(aud, exp_in):
                               "iat": now, "exp": now + exp_in}).encode())
     sig = hmac.new(WORKLOAD_KEY, f"{head}.{body}".encode(), hashlib.sha256).digest()
     return f"{head}.{body}.{b64url(sig)}"
+
+
+# ---- ES256 verification (P-256 ECDSA), dependency-free, for DPoP proofs ----------
+P256_P = 0xffffffff00000001000000000000000000000000ffffffffffffffffffffffff
+P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551
+P256_A = P256_P - 3
+P256_B = 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b
+P256_G = (0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296,
+          0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5)
+
+
+def ec_add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if a[0] == b[0] and (a[1] + b[1]) % P256_P == 0:
+        return None
+    if a == b:
+        lam = (3 * a[0] * a[0] + P256_A) * pow(2 * a[1], -1, P256_P) % P256_P
+    else:
+        lam = (b[1] - a[1]) * pow(b[0] - a[0], -1, P256_P) % P256_P
+    x = (lam * lam - a[0] - b[0]) % P256_P
+    return x, (lam * (a[0] - x) - a[1]) % P256_P
+
+
+def ec_mul(k, pt):
+    out = None
+    while k:
+        if k & 1:
+            out = ec_add(out, pt)
+        pt = ec_add(pt, pt)
+        k >>= 1
+    return out
+
+
+def es256_verify(jwk, message, sig):
+    """True when sig (r || s, 64 bytes) is a valid ES256 signature of message by jwk."""
+    if jwk.get("kty") != "EC" or jwk.get("crv") != "P-256" or len(sig) != 64:
+        return False
+    q = (int.from_bytes(b64url_decode(jwk["x"]), "big"), int.from_bytes(b64url_decode(jwk["y"]), "big"))
+    if (q[1] * q[1] - q[0] ** 3 - P256_A * q[0] - P256_B) % P256_P != 0:
+        return False
+    r, s_ = int.from_bytes(sig[:32], "big"), int.from_bytes(sig[32:], "big")
+    if not (0 < r < P256_N and 0 < s_ < P256_N):
+        return False
+    e = int.from_bytes(hashlib.sha256(message).digest(), "big")
+    w = pow(s_, -1, P256_N)
+    x = ec_add(ec_mul(e * w % P256_N, P256_G), ec_mul(r * w % P256_N, q))
+    return x is not None and x[0] % P256_N == r
+
+
+def jwk_thumbprint(jwk):
+    """RFC 7638: SHA-256 of the required members, sorted, no whitespace."""
+    canon = json.dumps({"crv": jwk["crv"], "kty": jwk["kty"], "x": jwk["x"], "y": jwk["y"]},
+                       separators=(",", ":"), sort_keys=True)
+    return b64url(hashlib.sha256(canon.encode()).digest())
+
+
+def check_proof(proof, htm, htu, nonce=None, token=None, jkt=None):
+    """(claims, thumbprint) of a valid DPoP proof, else an error string."""
+    if not proof or "," in proof:
+        return "missing or multiple DPoP proofs"
+    try:
+        head_b, body_b, sig_b = proof.split(".")
+        head = json.loads(b64url_decode(head_b))
+        claims = json.loads(b64url_decode(body_b))
+        sig = b64url_decode(sig_b)
+    except (ValueError, TypeError):
+        return "malformed proof"
+    jwk = head.get("jwk") or {}
+    if head.get("typ") != "dpop+jwt" or head.get("alg") != "ES256" or "d" in jwk:
+        return "bad proof header"
+    try:
+        ok = es256_verify(jwk, f"{head_b}.{body_b}".encode(), sig)
+    except (KeyError, ValueError, TypeError):
+        ok = False
+    if not ok:
+        return "bad proof signature"
+    if claims.get("htm") != htm or claims.get("htu") != htu:
+        return "htm/htu mismatch"
+    if not isinstance(claims.get("iat"), int) or abs(time.time() - claims["iat"]) > 300:
+        return "iat out of range"
+    if not isinstance(claims.get("jti"), str):
+        return "no jti"
+    if nonce is not None and claims.get("nonce") != nonce:
+        return "use_dpop_nonce"
+    if token is not None and claims.get("ath") != b64url(hashlib.sha256(token.encode()).digest()):
+        return "ath mismatch"
+    thumb = jwk_thumbprint(jwk)
+    if jkt is not None and thumb != jkt:
+        return "proof key is not the token's"
+    return claims, thumb
 
 
 def verify_workload_jwt(jwt, aud):
@@ -158,6 +262,8 @@ class Handler(BaseHTTPRequestHandler):
             "authorization_response_iss_parameter_supported":
                 mode not in ("unadvertised_wrong_iss", "no_iss"),
         }
+        if mode.startswith("dpop"):
+            meta["dpop_signing_alg_values_supported"] = ["ES256"]
         if mode == "no_pkce":
             del meta["code_challenge_methods_supported"]
         return meta
@@ -193,6 +299,10 @@ class Handler(BaseHTTPRequestHandler):
         if u.path == "/_received":
             with LOCK:
                 return self.send_json(200, STATE["received"])
+        if u.path == "/_dpop":
+            with LOCK:
+                return self.send_json(200, {k: STATE[k] for k in
+                                            ("jtis", "as_nonce_challenges", "rs_nonce_challenges")})
         if u.path == "/_workload_token":
             q = dict(urllib.parse.parse_qsl(u.query))
             return self.send_json(200, {"token": workload_jwt(q.get("aud", ""), int(q.get("exp", "300")))})
@@ -290,16 +400,16 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return cid
 
-    def issue(self, cid, scope, prefix=""):
+    def issue(self, cid, scope, prefix="", jkt=None):
         tok = "at-" + secrets.token_hex(8)
         ref = "rt-" + secrets.token_hex(8)
         short = STATE["mode"] == "short_tokens"
         with LOCK:
             STATE["tokens"][tok] = {"client": cid, "scope": scope, "issuer": self.issuer(prefix),
-                                    "exp": time.time() + (1 if short else 3600)}
+                                    "exp": time.time() + (1 if short else 3600), "jkt": jkt}
             STATE["refresh"][ref] = {"client": cid, "scope": scope, "issuer": self.issuer(prefix)}
-        resp = {"access_token": tok, "token_type": "Bearer", "expires_in": 1 if short else 3600,
-                "refresh_token": ref}
+        resp = {"access_token": tok, "token_type": "DPoP" if jkt else "Bearer",
+                "expires_in": 1 if short else 3600, "refresh_token": ref}
         if scope:
             resp["scope"] = scope
         return resp
@@ -322,6 +432,24 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(200, {"access_token": jag, "issued_token_type": issued, "token_type": "N_A"})
 
     def token(self, form, prefix=""):
+        if STATE["mode"].startswith("dpop"):
+            return self.dpop_token(form, prefix)
+        return self.plain_token(form, prefix)
+
+    def dpop_token(self, form, prefix):
+        """The token endpoint of the DPoP modes: a valid proof first (with the nonce in dpop_nonce)."""
+        nonce = AS_NONCE if STATE["mode"] == "dpop_nonce" else None
+        got = check_proof(self.headers.get("DPoP"), "POST", self.issuer(prefix) + "/token", nonce)
+        if got == "use_dpop_nonce":
+            with LOCK:
+                STATE["as_nonce_challenges"] += 1
+            return self.send_json(400, {"error": "use_dpop_nonce", "error_description": "nonce required"},
+                                  {"DPoP-Nonce": AS_NONCE})
+        if isinstance(got, str):
+            return self.send_json(400, {"error": "invalid_dpop_proof", "error_description": got})
+        return self.plain_token(form, prefix, got[1])
+
+    def plain_token(self, form, prefix="", jkt=None):
         gt = form.get("grant_type")
         if gt == JWT_BEARER and form.get("assertion", "").count(".") == 2:
             # A workload identity grant: the assertion authenticates the workload.
@@ -329,7 +457,7 @@ class Handler(BaseHTTPRequestHandler):
             if isinstance(claims, str):
                 return self.send_json(400, {"error": "invalid_grant", "error_description": claims})
             who = form.get("client_id") or "workload:" + claims["sub"]
-            return self.send_json(200, self.issue(who, form.get("scope", ""), prefix))
+            return self.send_json(200, self.issue(who, form.get("scope", ""), prefix, jkt))
         cid = self.client_auth(form, prefix)
         if cid is None:
             return self.send_json(401, {"error": "invalid_client"})
@@ -345,30 +473,63 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(400, {"error": "invalid_target"})
             if form.get("redirect_uri") != q.get("redirect_uri") or q.get("client_id") != cid:
                 return self.send_json(400, {"error": "invalid_grant"})
+            if q.get("dpop_jkt") and q["dpop_jkt"] != jkt:
+                # RFC 9449 section 10: the code belongs to the key named at /authorize.
+                return self.send_json(400, {"error": "invalid_grant", "error_description": "dpop_jkt mismatch"})
             scope = q.get("scope", "")
             if STATE["mode"] == "never_admin":
                 scope = " ".join(s for s in scope.split() if s != "mcp:admin")
-            return self.send_json(200, self.issue(cid, scope, prefix))
+            return self.send_json(200, self.issue(cid, scope, prefix, jkt))
         if gt == "refresh_token":
             with LOCK:
                 r = STATE["refresh"].get(form.get("refresh_token", ""))
             if r is None or r["client"] != cid or r["issuer"] != self.issuer(prefix):
                 return self.send_json(400, {"error": "invalid_grant"})
-            return self.send_json(200, self.issue(cid, r["scope"], prefix))
+            return self.send_json(200, self.issue(cid, r["scope"], prefix, jkt))
         if gt == "client_credentials":
-            return self.send_json(200, self.issue(cid, form.get("scope", "")))
+            return self.send_json(200, self.issue(cid, form.get("scope", ""), prefix, jkt))
         if gt == JWT_BEARER:
             with LOCK:
                 j = STATE["jags"].pop(form.get("assertion", ""), None)
             if j is None or j["aud"] != self.base() or j["resource"] != self.base() + "/mcp":
                 return self.send_json(400, {"error": "invalid_grant"})
-            return self.send_json(200, self.issue(cid, form.get("scope", j["scope"])))
+            return self.send_json(200, self.issue(cid, form.get("scope", j["scope"]), prefix, jkt))
         return self.send_json(400, {"error": "unsupported_grant_type"})
+
+    def dpop_refusal(self, scheme, tok, t):
+        """None when a DPoP-bound token comes with the DPoP scheme and a fresh proof of its key."""
+        prm = self.base() + "/.well-known/oauth-protected-resource/mcp"
+        nonce = RS_NONCE if STATE["mode"] == "dpop_nonce" else None
+        if scheme != "DPoP":
+            got = "bound token presented as Bearer"
+        else:
+            got = check_proof(self.headers.get("DPoP"), "POST", self.base() + "/mcp", nonce, tok, t["jkt"])
+        if got == "use_dpop_nonce":
+            with LOCK:
+                STATE["rs_nonce_challenges"] += 1
+            return self.send_json(401, {"error": "use_dpop_nonce"}, {
+                "WWW-Authenticate": f'DPoP error="use_dpop_nonce", resource_metadata="{prm}"',
+                "DPoP-Nonce": RS_NONCE})
+        if not isinstance(got, str):
+            with LOCK:
+                if got[0]["jti"] in STATE["jtis"]:
+                    got = "replayed proof"
+                else:
+                    STATE["jtis"].append(got[0]["jti"])
+                    return None
+        return self.send_json(401, {"error": "invalid_token", "error_description": got}, {
+            "WWW-Authenticate": f'DPoP error="invalid_token", error_description="{got}", '
+                                f'resource_metadata="{prm}"'})
 
     def mcp(self, msg):
         auth = self.headers.get("Authorization", "")
+        scheme, _, tok = auth.partition(" ")
         with LOCK:
-            t = STATE["tokens"].get(auth[7:]) if auth.startswith("Bearer ") else None
+            t = STATE["tokens"].get(tok) if scheme in ("Bearer", "DPoP") else None
+        if t is not None and t.get("jkt"):
+            refusal = self.dpop_refusal(scheme, tok, t)
+            if refusal is not None:
+                return refusal
         prm = self.base() + "/.well-known/oauth-protected-resource/mcp"
         current = self.issuer("/as2" if STATE["migrated"] else "")
         if t is not None and t["issuer"] != current:

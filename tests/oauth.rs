@@ -775,3 +775,109 @@ fn a_refused_workload_assertion_is_reported_not_retried() {
         other => panic!("expected an Auth error, got {other:?}"),
     }
 }
+
+fn dpop_state(s: &Server) -> Value {
+    let resp = ureq::get(&format!("http://127.0.0.1:{}/_dpop", s.port))
+        .call()
+        .unwrap();
+    serde_json::from_reader(resp.into_body().into_reader()).unwrap()
+}
+
+/// RFC 9449: the token is bound to the client's key: asked for with a
+/// proof, presented as `DPoP` with a fresh proof on every request, and
+/// useless to whoever copies it (the server verifies the ES256 proofs).
+#[test]
+fn dpop_binds_the_token_to_the_clients_key() {
+    let s = start("dpop");
+    let store = Arc::new(MemoryTokenStore::default());
+    let c = connect(
+        &s,
+        OAuthOptions {
+            dpop: true,
+            token_store: store.clone(),
+            ..OAuthOptions::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..3 {
+        assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    }
+    let r = s.received();
+    let reg = r.iter().find(|m| m["path"] == "/register").unwrap();
+    assert_eq!(reg["body"]["dpop_bound_access_tokens"], true);
+    let authz = r.iter().find(|m| m["path"] == "/authorize").unwrap();
+    assert_eq!(authz["query"]["dpop_jkt"].as_str().unwrap().len(), 43);
+    let token = r.iter().find(|m| m["path"] == "/token").unwrap();
+    assert!(token["headers"]["dpop"].is_string());
+    let presented: Vec<&Value> = r
+        .iter()
+        .filter(|m| m["path"] == "/mcp" && m["headers"]["authorization"].is_string())
+        .collect();
+    assert!(presented.len() >= 4, "{}", presented.len());
+    let posts = presented.iter().filter(|m| m["method"] == "POST").count();
+    for m in &presented {
+        let a = m["headers"]["authorization"].as_str().unwrap();
+        assert!(a.starts_with("DPoP at-"), "{a}");
+        let proof = m["headers"]["dpop"].as_str().expect("a proof");
+        let claims = proof.split('.').nth(1).unwrap();
+        let claims: Value = serde_json::from_slice(
+            &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(claims["htm"], m["method"], "{claims}");
+        assert_eq!(claims["htu"], s.url());
+    }
+    // Every proof the server accepted was new (it refuses replays).
+    let jtis = dpop_state(&s)["jtis"].as_array().unwrap().clone();
+    assert_eq!(jtis.len(), posts);
+    let mut unique = jtis.clone();
+    unique.sort_by_key(|v| v.to_string());
+    unique.dedup();
+    assert_eq!(unique.len(), jtis.len());
+
+    // The copied token alone gets nowhere: not as Bearer, not with a
+    // proof lifted from an earlier request.
+    let at = store.load("secured").unwrap().tokens.access_token;
+    let lifted = presented[0]["headers"]["dpop"].as_str().unwrap().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+    for (auth, proof) in [
+        (format!("Bearer {at}"), None),
+        (format!("DPoP {at}"), None),
+        (format!("DPoP {at}"), Some(lifted)),
+    ] {
+        let mut rb = ureq::post(&s.url())
+            .config()
+            .http_status_as_error(false)
+            .build()
+            .header("Content-Type", "application/json")
+            .header("Authorization", &auth);
+        if let Some(p) = &proof {
+            rb = rb.header("DPoP", p);
+        }
+        let resp = rb.send(body.as_bytes()).unwrap();
+        assert_eq!(resp.status(), 401, "{auth} with proof {}", proof.is_some());
+    }
+}
+
+/// RFC 9449 §8 and §9: a server that wants a nonce gets the request again
+/// with it, at the token endpoint and at the resource.
+#[test]
+fn dpop_nonces_are_honoured_at_both_servers() {
+    let s = start("dpop_nonce");
+    let c = connect(
+        &s,
+        OAuthOptions {
+            dpop: true,
+            ..OAuthOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    let st = dpop_state(&s);
+    assert_eq!(st["as_nonce_challenges"], 1, "{st}");
+    assert_eq!(st["rs_nonce_challenges"], 1, "{st}: the nonce was not kept");
+    assert_eq!(requested(&s, "/token"), 2, "one challenge, one retry");
+    assert_eq!(requested(&s, "/authorize"), 1);
+}

@@ -28,6 +28,9 @@ pub struct AuthServerMetadata {
     /// RFC 9207: whether its authorization responses carry `iss` (then a
     /// response without one is refused).
     pub authorization_response_iss_parameter_supported: bool,
+    /// RFC 9449: the DPoP proof algorithms it accepts; `None` when the
+    /// metadata does not say.
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// True when these are the 2025-03-26 default endpoints (no metadata found).
     pub defaults: bool,
 }
@@ -56,6 +59,9 @@ impl AuthServerMetadata {
                 .get("authorization_response_iss_parameter_supported")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            dpop_signing_alg_values_supported: v
+                .get("dpop_signing_alg_values_supported")
+                .map(|_| strings(v, "dpop_signing_alg_values_supported")),
             defaults: false,
         })
     }

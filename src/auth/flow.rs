@@ -64,7 +64,7 @@ impl OAuthClient {
             scope = union_scopes(scope.as_deref(), Some("offline_access"));
         }
         let client = self.client_identity(&meta)?;
-        let tokens = match self.opts.grant {
+        let (tokens, bound) = match self.opts.grant {
             Grant::CrossAppAccess => {
                 let jag = self.exchange_identity(&meta, &resource, scope.as_deref())?;
                 let mut form: Vec<(&str, &str)> =
@@ -133,6 +133,12 @@ impl OAuthClient {
                 if let Some(s) = &scope {
                     q.push(("scope", s));
                 }
+                // RFC 9449 §10: binds the code to the key, so a code
+                // intercepted on its way back cannot be redeemed elsewhere.
+                let jkt = self.dpop_key()?.map(dpop::DpopKey::thumbprint);
+                if let Some(j) = &jkt {
+                    q.push(("dpop_jkt", j));
+                }
                 let auth_url = url::with_query(&meta.authorization_endpoint, &q);
                 let redirected = self
                     .opts
@@ -179,8 +185,12 @@ impl OAuthClient {
             issuer: meta.issuer.clone(),
         };
         self.opts.token_store.save(&self.server, &stored);
-        self.state.lock().stored = Some(stored);
-        ::log::info!(target: "mcp_client", "[{}] authorized with OAuth", self.server);
+        {
+            let mut st = self.state.lock();
+            st.stored = Some(stored);
+            st.bound = bound;
+        }
+        ::log::info!(target: "mcp_client", "[{}] authorized with OAuth{}", self.server, if bound { " (DPoP-bound token)" } else { "" });
         Ok(())
     }
 
@@ -244,20 +254,20 @@ impl OAuthClient {
             .ok_or_else(|| self.err("the token exchange response has no access_token"))
     }
 
+    /// One token request (any grant) with the client's authentication,
+    /// and, with DPoP, a proof for the token endpoint (sent again once with
+    /// the server's nonce when it answers `use_dpop_nonce`, RFC 9449 §8).
+    /// Returns the tokens and whether they are DPoP-bound.
     pub(super) fn token_request<'a>(
         &self,
         meta: &AuthServerMetadata,
         client: &'a ClientRegistration,
         form: Vec<(&'a str, &'a str)>,
-    ) -> Result<OAuthTokens> {
+    ) -> Result<(OAuthTokens, bool)> {
         // Declared before the rebinding below, so it outlives the borrow.
         let assertion: String;
         let mut form: Vec<(&str, &str)> = form;
-        let mut rb = self
-            .agent
-            .post(&meta.token_endpoint)
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .header("Accept", "application/json");
+        let mut basic = None;
         if client.auth_method == TokenEndpointAuth::PrivateKeyJwt {
             let pem = self
                 .opts
@@ -281,7 +291,7 @@ impl OAuthClient {
         match (client.auth_method, &client.client_secret) {
             (TokenEndpointAuth::PrivateKeyJwt, _) => {}
             (TokenEndpointAuth::ClientSecretBasic, Some(secret)) => {
-                rb = rb.header("Authorization", basic_auth(&client.client_id, secret));
+                basic = Some(basic_auth(&client.client_id, secret));
             }
             (TokenEndpointAuth::ClientSecretPost, Some(secret)) => {
                 form.push(("client_id", &client.client_id));
@@ -290,8 +300,70 @@ impl OAuthClient {
             _ if client.client_id.is_empty() => {}
             _ => form.push(("client_id", &client.client_id)),
         }
+        let key = self.dpop_key()?;
+        if let (Some(_), Some(algs)) = (key, &meta.dpop_signing_alg_values_supported) {
+            if !algs.iter().any(|a| a == "ES256") {
+                return Err(self.err(format!(
+                    "the authorization server takes DPoP proofs signed with {} only; this client signs ES256",
+                    algs.join(", ")
+                )));
+            }
+        }
+        let body = url::form(&form);
+        let mut sent = None;
+        for attempt in 0..2 {
+            let mut rb = self
+                .agent
+                .post(&meta.token_endpoint)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .header("Accept", "application/json");
+            if let Some(b) = &basic {
+                rb = rb.header("Authorization", b);
+            }
+            if let Some(k) = key {
+                let nonce = self.state.lock().as_nonce.clone();
+                let proof = k
+                    .proof("POST", &meta.token_endpoint, nonce.as_deref(), None)
+                    .map_err(|e| self.err(e))?;
+                rb = rb.header(dpop::HEADER, proof);
+            }
+            let resp = rb.send(body.as_bytes());
+            if let (Some(_), Ok(r)) = (key, &resp) {
+                // Any answer may carry the nonce to use next (RFC 9449 §8).
+                let nonce = r
+                    .headers()
+                    .get(dpop::NONCE_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned);
+                let got_nonce = nonce.is_some();
+                if let Some(n) = nonce {
+                    self.state.lock().as_nonce = Some(n);
+                }
+                if attempt == 0 && got_nonce && r.status().as_u16() == 400 {
+                    // Only use_dpop_nonce is answered by a retry; another
+                    // 400 is reported as it came.
+                    let v = match resp {
+                        Ok(r) => read_json(r.into_body()).unwrap_or(Value::Null),
+                        Err(_) => Value::Null,
+                    };
+                    if v.get("error").and_then(Value::as_str) == Some(dpop::USE_NONCE) {
+                        continue;
+                    }
+                    return Err(self.err(format!(
+                        "the token endpoint answered HTTP 400: {}",
+                        error_of(&v)
+                    )));
+                }
+            }
+            sent = Some(resp);
+            break;
+        }
+        let Some(sent) = sent else {
+            return Err(self.err("the token endpoint asked for a DPoP nonce twice"));
+        };
         let v = self.json_answer(
-            rb.send(url::form(&form).as_bytes()),
+            sent,
             "token request",
             "token response",
             "the token endpoint answered",
@@ -301,20 +373,24 @@ impl OAuthClient {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("the token response has no access_token"))?
             .to_owned();
-        if let Some(t) = v.get("token_type").and_then(Value::as_str) {
-            if !t.eq_ignore_ascii_case("bearer") {
-                return Err(self.err(format!("unsupported token_type {t:?}")));
-            }
-        }
-        Ok(OAuthTokens {
-            access_token,
-            refresh_token: crate::json::opt_str(&v, "refresh_token"),
-            expires_at: v
-                .get("expires_in")
-                .and_then(Value::as_u64)
-                .map(|s| SystemTime::now() + Duration::from_secs(s)),
-            scope: crate::json::opt_str(&v, "scope"),
-        })
+        let bound = match v.get("token_type").and_then(Value::as_str) {
+            None => false,
+            Some(t) if t.eq_ignore_ascii_case("bearer") => false,
+            Some(t) if t.eq_ignore_ascii_case("dpop") && key.is_some() => true,
+            Some(t) => return Err(self.err(format!("unsupported token_type {t:?}"))),
+        };
+        Ok((
+            OAuthTokens {
+                access_token,
+                refresh_token: crate::json::opt_str(&v, "refresh_token"),
+                expires_at: v
+                    .get("expires_in")
+                    .and_then(Value::as_u64)
+                    .map(|s| SystemTime::now() + Duration::from_secs(s)),
+                scope: crate::json::opt_str(&v, "scope"),
+            },
+            bound,
+        ))
     }
 
     pub(super) fn refresh(&self, stored: &StoredAuth) -> Result<OAuthTokens> {
@@ -359,7 +435,7 @@ impl OAuthClient {
             ("refresh_token", refresh),
             ("resource", resource.as_str()),
         ];
-        let mut tokens = self.token_request(&meta, &client, form)?;
+        let (mut tokens, bound) = self.token_request(&meta, &client, form)?;
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = stored.tokens.refresh_token.clone();
         }
@@ -372,7 +448,11 @@ impl OAuthClient {
             issuer: Some(issuer.to_owned()),
         };
         self.opts.token_store.save(&self.server, &new);
-        self.state.lock().stored = Some(new);
+        {
+            let mut st = self.state.lock();
+            st.stored = Some(new);
+            st.bound = bound;
+        }
         ::log::info!(target: "mcp_client", "[{}] OAuth token refreshed", self.server);
         Ok(tokens)
     }

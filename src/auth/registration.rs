@@ -137,7 +137,7 @@ impl OAuthClient {
         } else {
             "native"
         };
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "client_name": self.opts.client_name,
             "application_type": application_type,
             "redirect_uris": [self.opts.redirect_uri],
@@ -145,6 +145,10 @@ impl OAuthClient {
             "response_types": ["code"],
             "token_endpoint_auth_method": method,
         });
+        if self.dpop.is_some() {
+            // RFC 9449 §5.2: this client always asks for DPoP-bound tokens.
+            body["dpop_bound_access_tokens"] = Value::Bool(true);
+        }
         let resp = self
             .agent
             .post(endpoint)
