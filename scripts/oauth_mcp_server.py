@@ -73,6 +73,10 @@ Modes:
   dpop_nonce    as dpop, and both sides demand their nonce (RFC 9449 sections 8 and 9): /token
                 answers 400 use_dpop_nonce with DPoP-Nonce "as-nonce-1", /mcp 401 with
                 WWW-Authenticate DPoP error="use_dpop_nonce" and DPoP-Nonce "rs-nonce-1"
+  legacy_subpath  a 2025-03-26 server: no protected resource metadata (404, and no
+                resource_metadata in the challenge); the AS metadata at the origin declares issuer
+                <base>/oauth, a path of the same origin
+  legacy_mixup  as legacy_subpath, but the metadata declares issuer https://attacker.example
   GET  /_dpop   (dpop modes) {"jtis": accepted proof ids at /mcp, "as_nonce_challenges": n,
                 "rs_nonce_challenges": n}
 """
@@ -249,7 +253,8 @@ class Handler(BaseHTTPRequestHandler):
         iss = self.issuer(prefix)
         mode = STATE["mode"]
         meta = {
-            "issuer": "https://attacker.example" if mode == "mixup" else iss,
+            "issuer": "https://attacker.example" if mode in ("mixup", "legacy_mixup")
+            else iss + "/oauth" if mode == "legacy_subpath" else iss,
             "authorization_endpoint": iss + "/authorize",
             "token_endpoint": "http://auth.example.invalid/token" if mode == "insecure_endpoints"
             else iss + "/token",
@@ -306,6 +311,8 @@ class Handler(BaseHTTPRequestHandler):
         if u.path == "/_workload_token":
             q = dict(urllib.parse.parse_qsl(u.query))
             return self.send_json(200, {"token": workload_jwt(q.get("aud", ""), int(q.get("exp", "300")))})
+        if u.path == "/.well-known/oauth-protected-resource/mcp" and STATE["mode"].startswith("legacy"):
+            return self.send_json(404, {"error": "not found"})
         if u.path == "/.well-known/oauth-protected-resource/mcp":
             return self.send_json(200, {
                 "resource": self.base() + "/mcp",
@@ -338,6 +345,8 @@ class Handler(BaseHTTPRequestHandler):
                 params["iss"] = "https://evil.example"
             elif mode == "normalized_iss":
                 params["iss"] = self.issuer(prefix) + "/"
+            elif mode == "legacy_subpath":
+                params["iss"] = self.issuer(prefix) + "/oauth"
             elif mode not in ("missing_iss", "no_iss"):
                 params["iss"] = self.issuer(prefix)
             loc = q["redirect_uri"] + "?" + urllib.parse.urlencode(params)
@@ -535,8 +544,9 @@ class Handler(BaseHTTPRequestHandler):
         if t is not None and t["issuer"] != current:
             t = None
         if t is None or t["exp"] < time.time() or STATE["mode"] == "always_401":
-            return self.send_json(401, {"error": "unauthorized"}, {
-                "WWW-Authenticate": f'Bearer resource_metadata="{prm}", scope="mcp:read"'})
+            challenge = 'Bearer scope="mcp:read"' if STATE["mode"].startswith("legacy") \
+                else f'Bearer resource_metadata="{prm}", scope="mcp:read"'
+            return self.send_json(401, {"error": "unauthorized"}, {"WWW-Authenticate": challenge})
         if not isinstance(msg, dict):
             return self.send_json(400, {"error": "bad request"})
         mid, method, params = msg.get("id"), msg.get("method"), msg.get("params") or {}

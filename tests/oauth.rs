@@ -881,3 +881,24 @@ fn dpop_nonces_are_honoured_at_both_servers() {
     assert_eq!(requested(&s, "/token"), 2, "one challenge, one retry");
     assert_eq!(requested(&s, "/authorize"), 1);
 }
+
+/// The 2025-03-26 fallback (no protected resource metadata): metadata at
+/// the server's origin may declare an issuer under a path of that origin,
+/// as servers of that revision do, but not a foreign one.
+#[test]
+fn legacy_metadata_may_name_a_path_of_the_origin_but_no_other_server() {
+    let s = start("legacy_subpath");
+    let c = connect(&s, OAuthOptions::default()).unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    let s = start("legacy_mixup");
+    match refusal(connect(&s, OAuthOptions::default()), "legacy mixup") {
+        AuthRefusal::MetadataIssuerMismatch {
+            expected, found, ..
+        } => {
+            assert_eq!(expected, format!("http://127.0.0.1:{}", s.port));
+            assert_eq!(found.as_deref(), Some("https://attacker.example"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(requested(&s, "/register") + requested(&s, "/authorize"), 0);
+}

@@ -199,11 +199,11 @@ impl OAuthClient {
     pub(super) fn legacy_auth_server(&self) -> Result<AuthServerMetadata> {
         let (origin, _) = url::split(&self.server_url)
             .ok_or_else(|| self.err("the server URL is not http(s)"))?;
-        // The origin is the issuer here, so the same RFC 8414 check holds.
         let metadata_url = format!("{origin}/.well-known/oauth-authorization-server");
         if let Fetched::Json(v) = self.fetch_json(&metadata_url)? {
             if let Some(m) = AuthServerMetadata::from_json(&v) {
-                m.validate(&origin, &metadata_url)
+                validate::check_legacy_metadata_issuer(&origin, m.issuer.as_deref(), &metadata_url)
+                    .and_then(|()| m.check_endpoints())
                     .map_err(|r| self.refused(r))?;
                 return Ok(m);
             }

@@ -26,6 +26,33 @@ pub(super) fn check_metadata_issuer(
     })
 }
 
+/// The 2025-03-26 fallback (no protected resource metadata): the metadata
+/// URL is built from the MCP server's origin, not from an issuer
+/// identifier, and servers of that revision commonly declare an issuer
+/// under a path of it (`https://h/oauth`). What RFC 8414 §3.3 guards
+/// against, a document impersonating another server, is a foreign issuer:
+/// so the declared issuer must be the origin or lie under it, and anything
+/// else (another host, port or scheme, or none) is refused.
+pub(super) fn check_legacy_metadata_issuer(
+    origin: &str,
+    found: Option<&str>,
+    url: &str,
+) -> Result<(), AuthRefusal> {
+    let same_origin = found.is_some_and(|f| {
+        f == origin
+            || f.strip_prefix(origin)
+                .is_some_and(|rest| rest.starts_with('/'))
+    });
+    if same_origin {
+        return Ok(());
+    }
+    Err(AuthRefusal::MetadataIssuerMismatch {
+        expected: origin.to_owned(),
+        found: found.map(str::to_owned),
+        url: url.to_owned(),
+    })
+}
+
 /// RFC 9207 §2.4 as MCP 2026-07-28 tabulates it: a present `iss` is
 /// compared with the recorded issuer whether or not the server advertises
 /// it (no normalization of any kind); an absent one is refused only when
@@ -131,6 +158,37 @@ mod tests {
             if let Some(b) = bad {
                 assert!(text.contains(b), "{text}");
             }
+        }
+    }
+
+    #[test]
+    fn legacy_metadata_issuer_stays_on_the_servers_origin() {
+        let o = "http://localhost:3000";
+        for ok in [
+            o,
+            "http://localhost:3000/oauth",
+            "http://localhost:3000/a/b",
+        ] {
+            assert!(
+                check_legacy_metadata_issuer(o, Some(ok), "u").is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            Some("http://localhost:30001"),
+            Some("http://localhost:3000.evil.example"),
+            Some("http://localhost:3000@evil.example"),
+            Some("https://localhost:3000"),
+            Some("http://attacker.example"),
+            None,
+        ] {
+            assert!(
+                matches!(
+                    check_legacy_metadata_issuer(o, bad, "u"),
+                    Err(AuthRefusal::MetadataIssuerMismatch { .. })
+                ),
+                "{bad:?}"
+            );
         }
     }
 
