@@ -121,8 +121,12 @@ fn oauth_options(scenario: &str, context: &Value) -> skald_mcp::auth::OAuthOptio
         client_metadata_url: Some(CONFORMANCE_CLIENT_METADATA_URL.to_owned()),
         grant: if scenario.contains("client-credentials") {
             skald_mcp::auth::Grant::ClientCredentials
-        } else if scenario.contains("cross-app-access") {
+        } else if scenario.contains("cross-app-access")
+            || scenario.contains("enterprise-managed-authorization")
+        {
             skald_mcp::auth::Grant::CrossAppAccess
+        } else if scenario.contains("wif-") {
+            skald_mcp::auth::Grant::WorkloadIdentity
         } else {
             skald_mcp::auth::Grant::AuthorizationCode
         },
@@ -134,6 +138,10 @@ fn oauth_options(scenario: &str, context: &Value) -> skald_mcp::auth::OAuthOptio
                 idp_client_id: s("idp_client_id"),
                 idp_client_secret: s("idp_client_secret"),
             }),
+        // The workload's platform-issued JWT (SEP-1933).
+        workload_assertion: s("valid_jwt"),
+        // Sender-constrained tokens (RFC 9449) where the scenario tests them.
+        dpop: scenario.starts_with("auth/dpop"),
         ..skald_mcp::auth::OAuthOptions::default()
     }
 }
@@ -152,7 +160,9 @@ fn run(scenario: &str, url: &str, context: &Value, options: ClientOptions) -> Re
             if let Some(t) = tools.first() {
                 match server.call_tool(&t.name, json!({})) {
                     Ok(r) => println!("{}", r.to_text()),
-                    Err(e @ McpError::Auth { .. }) => return Err(e),
+                    Err(e @ (McpError::Auth { .. } | McpError::AuthRefused { .. })) => {
+                        return Err(e)
+                    }
                     Err(e) => eprintln!("{} answered: {e}", t.name),
                 }
             }

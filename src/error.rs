@@ -25,6 +25,97 @@ pub struct VersionMismatch {
     pub message: String,
 }
 
+/// Why the OAuth client refused to go on: something a server sent (or a
+/// configured URL) failed a security check. Carried by
+/// [`McpError::AuthRefused`]; never carries a token or secret. Also
+/// exported as `auth::AuthRefusal`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthRefusal {
+    /// RFC 8414 §3.3 / OpenID Connect Discovery §4.3: the authorization
+    /// server metadata fetched for issuer `expected` names another issuer
+    /// (or none). Using it would send the registration, the authorization
+    /// code and the PKCE verifier to endpoints an attacker chose.
+    MetadataIssuerMismatch {
+        /// The issuer the metadata URL was built from (from the protected
+        /// resource metadata, or the server's origin before 2025-06-18).
+        expected: String,
+        /// The `issuer` the document declares; `None` when it has none.
+        found: Option<String>,
+        /// The URL the document was fetched from.
+        url: String,
+    },
+    /// RFC 9207: the authorization response carries an `iss` that is not,
+    /// character for character, the issuer the request was sent to. The
+    /// code was not redeemed.
+    ResponseIssuerMismatch {
+        /// The issuer recorded before the redirect.
+        expected: String,
+        /// The `iss` of the response.
+        found: String,
+    },
+    /// RFC 9207: the authorization server advertises
+    /// `authorization_response_iss_parameter_supported` but its response
+    /// has no `iss`. The code was not redeemed.
+    ResponseIssuerMissing {
+        /// The issuer recorded before the redirect.
+        expected: String,
+    },
+    /// An endpoint (or the redirect URI) uses plain `http` on a host that
+    /// is not loopback: OAuth 2.1 requires https there.
+    InsecureEndpoint {
+        /// Which endpoint, e.g. `token endpoint`.
+        what: String,
+        /// Its URL.
+        url: String,
+    },
+    /// Pre-registered credentials bound to one authorization server
+    /// ([`OAuthOptions::client_issuer`](crate::auth::OAuthOptions::client_issuer))
+    /// while the resource now names another: they are not sent there.
+    CredentialsForAnotherIssuer {
+        /// The issuer the credentials belong to.
+        bound: String,
+        /// The issuer the resource's metadata names now.
+        current: String,
+    },
+}
+
+impl fmt::Display for AuthRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthRefusal::MetadataIssuerMismatch {
+                expected,
+                found,
+                url,
+            } => write!(
+                f,
+                "the authorization server metadata at {url} declares issuer {}, not {expected:?}, the issuer it was fetched for (RFC 8414 section 3.3: a possible mix-up attack); its endpoints are not used",
+                found
+                    .as_deref()
+                    .map_or("none".to_owned(), |s| format!("{s:?}"))
+            ),
+            AuthRefusal::ResponseIssuerMismatch { expected, found } => write!(
+                f,
+                "the authorization response comes from issuer {found:?}, not {expected:?} (RFC 9207: a possible mix-up attack); the code was not redeemed"
+            ),
+            AuthRefusal::ResponseIssuerMissing { expected } => write!(
+                f,
+                "the authorization server {expected:?} advertises authorization_response_iss_parameter_supported, but its authorization response has no iss (RFC 9207); the code was not redeemed"
+            ),
+            AuthRefusal::InsecureEndpoint { what, url } => write!(
+                f,
+                "the {what} {url} does not use https (plain http is allowed for loopback addresses only)"
+            ),
+            AuthRefusal::CredentialsForAnotherIssuer { bound, current } => write!(
+                f,
+                "the pre-registered client credentials belong to authorization server {bound:?}, but the resource now names {current:?}; they are not sent there"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AuthRefusal {}
+
 /// Everything that can go wrong when talking to an MCP server.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -184,6 +275,18 @@ pub enum McpError {
         /// What failed.
         message: String,
     },
+    /// OAuth authorization was refused by one of the client's security
+    /// checks: a mix-up (metadata or authorization response naming another
+    /// issuer), a code that would travel over plain HTTP, credentials of
+    /// another authorization server. Distinct from [`McpError::Auth`] so a
+    /// caller can tell "the server said no" from "this looks like an
+    /// attack"; [`std::error::Error::source`] returns the refusal.
+    AuthRefused {
+        /// The server name.
+        server: String,
+        /// Which check failed, with the values it compared.
+        refusal: Box<AuthRefusal>,
+    },
     /// The server does not implement the protocol version asked for, and
     /// none of the versions it supports is one this client speaks
     /// (`UnsupportedProtocolVersionError`, -32022).
@@ -280,7 +383,8 @@ impl McpError {
             | McpError::MissingClientCapability { server, .. }
             | McpError::InputRequired { server, .. }
             | McpError::StreamEnded { server, .. }
-            | McpError::Auth { server, .. } => Some(server),
+            | McpError::Auth { server, .. }
+            | McpError::AuthRefused { server, .. } => Some(server),
             McpError::Io { .. } | McpError::Store { .. } => None,
         }
     }
@@ -428,6 +532,9 @@ impl fmt::Display for McpError {
             McpError::Auth { server, message } => {
                 write!(f, "MCP server '{server}': authorization failed: {message}")
             }
+            McpError::AuthRefused { server, refusal } => {
+                write!(f, "MCP server '{server}': authorization refused: {refusal}")
+            }
             McpError::UnsupportedProtocolVersion {
                 server,
                 method,
@@ -505,6 +612,7 @@ impl std::error::Error for McpError {
             McpError::Store {
                 source: Some(s), ..
             } => Some(s.as_ref()),
+            McpError::AuthRefused { refusal, .. } => Some(refusal.as_ref()),
             _ => None,
         }
     }

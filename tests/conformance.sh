@@ -47,7 +47,16 @@ RESULTS=$DIR/results
 START=$(date +%s)
 
 # ---- install (npm ci when missing or the lock changed) -----------------------
-if [[ ! -x $NODE || ! -f $SUITE || ! -f $NEXT || ! -f $STAMP || $DIR/package-lock.json -nt $STAMP ]]; then
+# A symlinked node_modules (a git worktree sharing another checkout's
+# install) is managed there: `npm ci` would empty the link's target, the
+# other checkout's suite, and a fresh worktree's lock file always looks
+# newer than the stamp. Use it as it is, or stop.
+if [[ -L $DIR/node_modules ]]; then
+    [[ -x $NODE && -f $SUITE && -f $NEXT ]] || {
+        echo "conformance: $DIR/node_modules is a symlink without the suite; install it where it points" >&2
+        exit 1
+    }
+elif [[ ! -x $NODE || ! -f $SUITE || ! -f $NEXT || ! -f $STAMP || $DIR/package-lock.json -nt $STAMP ]]; then
     echo "conformance: installing the pinned suite and Node 22 (npm ci)" >&2
     (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error) >&2
     touch "$STAMP"

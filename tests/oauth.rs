@@ -1,6 +1,8 @@
 //! OAuth against a real authorization server + protected MCP server
 //! (scripts/oauth_mcp_server.py): discovery, dynamic registration, PKCE,
-//! state, resource indicators, step-up, refresh, and loops that stop.
+//! state, resource indicators, step-up, refresh, and loops that stop; and
+//! the attacks refused: mix-up (metadata or `iss` naming another issuer),
+//! plain-HTTP endpoints, credentials carried to another authorization server.
 
 mod common;
 
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use skald_mcp::auth::{MemoryTokenStore, OAuthOptions};
+use skald_mcp::auth::{AuthRefusal, MemoryTokenStore, OAuthOptions, TokenStore};
 use skald_mcp::{ClientOptions, McpError, McpHttpServer, McpServerClient, McpServerConfig};
 
 struct Server {
@@ -399,6 +401,11 @@ fn tokens_persist_in_the_sqlite_store_across_reopening() {
         let saved = store.oauth_load("secured").unwrap().expect("tokens saved");
         assert!(saved.tokens.access_token.starts_with("at-"));
         assert!(saved.client.unwrap().client_id.starts_with("dyn-"));
+        assert_eq!(
+            saved.issuer,
+            Some(format!("http://127.0.0.1:{}", s.port)),
+            "the issuer is stored with the credentials"
+        );
         store.close().unwrap();
     }
     let store = open();
@@ -450,4 +457,448 @@ fn the_loopback_authorizer_receives_the_browser_redirect() {
     )
     .unwrap();
     assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+}
+
+/// The refusal behind an [`McpError::AuthRefused`], or a panic naming what
+/// came instead.
+fn refusal<T: std::fmt::Debug>(r: skald_mcp::Result<T>, what: &str) -> AuthRefusal {
+    match r {
+        Err(McpError::AuthRefused { refusal, .. }) => *refusal,
+        other => panic!("{what}: expected an AuthRefused error, got {other:?}"),
+    }
+}
+
+fn requested(s: &Server, path: &str) -> usize {
+    s.received().iter().filter(|m| m["path"] == path).count()
+}
+
+/// RFC 8414 §3.3: metadata fetched for the resource's issuer that declares
+/// another issuer is not used: no registration, no authorization request,
+/// no code or verifier at the token endpoint it names.
+#[test]
+fn metadata_naming_another_issuer_is_refused() {
+    let s = start("mixup");
+    let r = refusal(connect(&s, OAuthOptions::default()), "mixup");
+    let base = format!("http://127.0.0.1:{}", s.port);
+    match &r {
+        AuthRefusal::MetadataIssuerMismatch {
+            expected,
+            found,
+            url,
+        } => {
+            assert_eq!(expected, &base);
+            assert_eq!(found.as_deref(), Some("https://attacker.example"));
+            assert_eq!(
+                url,
+                &format!("{base}/.well-known/oauth-authorization-server")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = r.to_string();
+    assert!(
+        text.contains(&base) && text.contains("https://attacker.example"),
+        "{text}"
+    );
+    for p in ["/register", "/authorize", "/token"] {
+        assert_eq!(requested(&s, p), 0, "{p} was used");
+    }
+}
+
+/// RFC 9207 as MCP 2026-07-28 tabulates it: each bad authorization response
+/// is refused before its code reaches the token endpoint.
+#[test]
+fn authorization_responses_from_the_wrong_issuer_are_refused() {
+    for mode in [
+        "wrong_iss",
+        "unadvertised_wrong_iss",
+        "missing_iss",
+        "normalized_iss",
+        "wrong_iss_error",
+    ] {
+        let s = start(mode);
+        let base = format!("http://127.0.0.1:{}", s.port);
+        let r = refusal(connect(&s, OAuthOptions::default()), mode);
+        match (mode, &r) {
+            ("missing_iss", AuthRefusal::ResponseIssuerMissing { expected }) => {
+                assert_eq!(expected, &base)
+            }
+            ("normalized_iss", AuthRefusal::ResponseIssuerMismatch { expected, found }) => {
+                assert_eq!(expected, &base);
+                assert_eq!(found, &format!("{base}/"));
+            }
+            (_, AuthRefusal::ResponseIssuerMismatch { expected, found }) => {
+                assert_eq!(expected, &base);
+                assert_eq!(found, "https://evil.example");
+            }
+            _ => panic!("{mode}: {r:?}"),
+        }
+        // An error response from the wrong issuer is not shown either.
+        assert!(!r.to_string().contains("ATTACKER-CHOSEN"), "{mode}: {r}");
+        assert_eq!(requested(&s, "/authorize"), 1, "{mode}");
+        assert_eq!(requested(&s, "/token"), 0, "{mode}: the code was redeemed");
+    }
+}
+
+/// A server that neither advertises nor sends `iss` (before RFC 9207) is
+/// still usable; the default server advertises and sends the right one.
+#[test]
+fn responses_without_iss_proceed_when_it_is_not_advertised() {
+    for mode in ["no_iss", "default"] {
+        let s = start(mode);
+        let c = connect(&s, OAuthOptions::default()).unwrap();
+        assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+        assert_eq!(requested(&s, "/token"), 1, "{mode}");
+    }
+}
+
+#[test]
+fn plain_http_endpoints_off_loopback_are_refused() {
+    let s = start("insecure_endpoints");
+    match refusal(connect(&s, OAuthOptions::default()), "insecure") {
+        AuthRefusal::InsecureEndpoint { what, url } => {
+            assert_eq!(what, "token endpoint");
+            assert_eq!(url, "http://auth.example.invalid/token");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(requested(&s, "/register"), 0);
+    // A redirect URI that would carry the code over plain HTTP.
+    let s = start("default");
+    let r = refusal(
+        connect(
+            &s,
+            OAuthOptions {
+                redirect_uri: "http://app.example/callback".into(),
+                ..OAuthOptions::default()
+            },
+        ),
+        "redirect",
+    );
+    assert!(
+        matches!(&r, AuthRefusal::InsecureEndpoint { what, .. } if what == "redirect URI"),
+        "{r:?}"
+    );
+    assert!(r.to_string().contains("https"), "{r}");
+    assert_eq!(requested(&s, "/authorize"), 0);
+}
+
+/// SEP-2352: when the resource moves to another authorization server, the
+/// client registers there, and neither the first server's client id nor its
+/// refresh token is ever sent to the second.
+#[test]
+fn a_new_authorization_server_gets_a_new_registration_and_no_old_credentials() {
+    let s = start("migration");
+    let store = Arc::new(MemoryTokenStore::default());
+    let c = connect(
+        &s,
+        OAuthOptions {
+            token_store: store.clone(),
+            ..OAuthOptions::default()
+        },
+    )
+    .unwrap();
+    let first = text(c.call_tool("whoami", json!({})).unwrap());
+    assert!(first.starts_with("dyn-"), "{first}");
+    let as1_client = first.split(' ').next().unwrap().to_owned();
+    let base = format!("http://127.0.0.1:{}", s.port);
+    assert_eq!(
+        store.load("secured").unwrap().issuer.as_deref(),
+        Some(base.as_str())
+    );
+    let resp = ureq::post(&format!("{base}/_migrate"))
+        .send_empty()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let second = text(c.call_tool("whoami", json!({})).unwrap());
+    assert!(second.starts_with("as2-dyn-"), "{second}");
+    let r = s.received();
+    assert_eq!(
+        r.iter().filter(|m| m["path"] == "/as2/register").count(),
+        1,
+        "no registration at the new server"
+    );
+    for m in r
+        .iter()
+        .filter(|m| m["path"].as_str().unwrap().starts_with("/as2/"))
+    {
+        let seen = m.to_string();
+        assert!(
+            !seen.contains(&as1_client),
+            "the old client id went to the new server: {seen}"
+        );
+        assert!(
+            !seen.contains("\"rt-"),
+            "a refresh token went to the new server: {seen}"
+        );
+    }
+    assert_eq!(
+        store.load("secured").unwrap().issuer,
+        Some(format!("{base}/as2"))
+    );
+}
+
+/// Pre-registered credentials bound to an issuer are not sent to another.
+#[test]
+fn pre_registered_credentials_stay_with_their_issuer() {
+    let s = start("default");
+    let pre = |issuer: String| OAuthOptions {
+        client_id: Some("pre-1".into()),
+        client_secret: Some("pre-secret".into()),
+        client_issuer: Some(issuer),
+        ..OAuthOptions::default()
+    };
+    let r = refusal(connect(&s, pre("https://other-as.example".into())), "bound");
+    assert_eq!(
+        r,
+        AuthRefusal::CredentialsForAnotherIssuer {
+            bound: "https://other-as.example".into(),
+            current: format!("http://127.0.0.1:{}", s.port),
+        }
+    );
+    assert_eq!(requested(&s, "/authorize") + requested(&s, "/token"), 0);
+    let c = connect(&s, pre(format!("http://127.0.0.1:{}", s.port))).unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("pre-1 "));
+}
+
+/// State stored before issuers were recorded: its access token is still
+/// used, but its refresh token is sent to no authorization server.
+#[test]
+fn stored_state_without_an_issuer_is_never_refreshed() {
+    let s = start("default");
+    let store = Arc::new(MemoryTokenStore::default());
+    let oauth = OAuthOptions {
+        token_store: store.clone(),
+        ..OAuthOptions::default()
+    };
+    connect(&s, oauth.clone()).unwrap().close().unwrap();
+    let mut old = store.load("secured").unwrap();
+    assert!(old.tokens.refresh_token.is_some());
+    old.issuer = None;
+    // Expired as far as the client knows, so it would normally refresh.
+    old.tokens.expires_at = Some(std::time::SystemTime::UNIX_EPOCH);
+    store.save("secured", &old);
+    let c = connect(&s, oauth).unwrap();
+    c.call_tool("whoami", json!({})).unwrap();
+    let r = s.received();
+    assert!(
+        !r.iter()
+            .any(|m| m["path"] == "/token" && m["form"]["grant_type"] == "refresh_token"),
+        "a refresh token of unknown origin was sent"
+    );
+    assert_eq!(requested(&s, "/authorize"), 1, "the old token still works");
+}
+
+fn workload_token(s: &Server, aud: &str, exp: i64) -> String {
+    let resp = ureq::get(&format!(
+        "http://127.0.0.1:{}/_workload_token?aud={aud}&exp={exp}",
+        s.port
+    ))
+    .call()
+    .unwrap();
+    let v: Value = serde_json::from_reader(resp.into_body().into_reader()).unwrap();
+    v["token"].as_str().unwrap().to_owned()
+}
+
+fn workload(assertion: Option<String>, client_id: Option<&str>) -> OAuthOptions {
+    OAuthOptions {
+        grant: skald_mcp::auth::Grant::WorkloadIdentity,
+        workload_assertion: assertion,
+        client_id: client_id.map(str::to_owned),
+        ..OAuthOptions::default()
+    }
+}
+
+/// SEP-1933: the workload's platform-issued JWT is the grant: one token
+/// request, no browser, no registration, no secret.
+#[test]
+fn workload_identity_presents_the_platform_jwt_as_a_jwt_bearer_grant() {
+    let s = start("default");
+    let issuer = format!("http://127.0.0.1:{}", s.port);
+    let jwt = workload_token(&s, &issuer, 300);
+    let c = connect(&s, workload(Some(jwt.clone()), None)).unwrap();
+    let who = text(c.call_tool("whoami", json!({})).unwrap());
+    assert_eq!(who, "workload:workload-1 mcp:read");
+    let r = s.received();
+    let tokens: Vec<&Value> = r.iter().filter(|m| m["path"] == "/token").collect();
+    assert_eq!(tokens.len(), 1);
+    let f = &tokens[0]["form"];
+    assert_eq!(
+        f["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_eq!(f["assertion"], jwt.as_str());
+    assert_eq!(f["resource"], s.url());
+    assert!(f.get("client_id").is_none(), "{f}");
+    assert_eq!(requested(&s, "/authorize") + requested(&s, "/register"), 0);
+    // With a client id, it is sent (client authentication "none").
+    let jwt = workload_token(&s, &issuer, 300);
+    let c = connect(&s, workload(Some(jwt), Some("pre-workload"))).unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("pre-workload "));
+}
+
+/// A refused assertion is reported as the server put it, once: no retry,
+/// no other grant tried.
+#[test]
+fn a_refused_workload_assertion_is_reported_not_retried() {
+    for (aud, exp, want) in [
+        ("https://wrong.example", 300, "wrong audience"),
+        ("", -60, "expired"),
+    ] {
+        let s = start("default");
+        let aud = if aud.is_empty() {
+            format!("http://127.0.0.1:{}", s.port)
+        } else {
+            aud.to_owned()
+        };
+        let jwt = workload_token(&s, &aud, exp);
+        match connect(&s, workload(Some(jwt), None)) {
+            Err(McpError::Auth { message, .. }) => {
+                assert!(
+                    message.contains("invalid_grant") && message.contains(want),
+                    "{message}"
+                )
+            }
+            other => panic!("expected an Auth error, got {other:?}"),
+        }
+        assert_eq!(requested(&s, "/token"), 1, "{want}: retried");
+        assert_eq!(requested(&s, "/authorize") + requested(&s, "/register"), 0);
+    }
+    let s = start("default");
+    match connect(&s, workload(None, None)) {
+        Err(McpError::Auth { message, .. }) => {
+            assert!(
+                message.contains("OAuthOptions::workload_assertion"),
+                "{message}"
+            )
+        }
+        other => panic!("expected an Auth error, got {other:?}"),
+    }
+}
+
+fn dpop_state(s: &Server) -> Value {
+    let resp = ureq::get(&format!("http://127.0.0.1:{}/_dpop", s.port))
+        .call()
+        .unwrap();
+    serde_json::from_reader(resp.into_body().into_reader()).unwrap()
+}
+
+/// RFC 9449: the token is bound to the client's key: asked for with a
+/// proof, presented as `DPoP` with a fresh proof on every request, and
+/// useless to whoever copies it (the server verifies the ES256 proofs).
+#[test]
+fn dpop_binds_the_token_to_the_clients_key() {
+    let s = start("dpop");
+    let store = Arc::new(MemoryTokenStore::default());
+    let c = connect(
+        &s,
+        OAuthOptions {
+            dpop: true,
+            token_store: store.clone(),
+            ..OAuthOptions::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..3 {
+        assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    }
+    let r = s.received();
+    let reg = r.iter().find(|m| m["path"] == "/register").unwrap();
+    assert_eq!(reg["body"]["dpop_bound_access_tokens"], true);
+    let authz = r.iter().find(|m| m["path"] == "/authorize").unwrap();
+    assert_eq!(authz["query"]["dpop_jkt"].as_str().unwrap().len(), 43);
+    let token = r.iter().find(|m| m["path"] == "/token").unwrap();
+    assert!(token["headers"]["dpop"].is_string());
+    let presented: Vec<&Value> = r
+        .iter()
+        .filter(|m| m["path"] == "/mcp" && m["headers"]["authorization"].is_string())
+        .collect();
+    assert!(presented.len() >= 4, "{}", presented.len());
+    let posts = presented.iter().filter(|m| m["method"] == "POST").count();
+    for m in &presented {
+        let a = m["headers"]["authorization"].as_str().unwrap();
+        assert!(a.starts_with("DPoP at-"), "{a}");
+        let proof = m["headers"]["dpop"].as_str().expect("a proof");
+        let claims = proof.split('.').nth(1).unwrap();
+        let claims: Value = serde_json::from_slice(
+            &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(claims["htm"], m["method"], "{claims}");
+        assert_eq!(claims["htu"], s.url());
+    }
+    // Every proof the server accepted was new (it refuses replays).
+    let jtis = dpop_state(&s)["jtis"].as_array().unwrap().clone();
+    assert_eq!(jtis.len(), posts);
+    let mut unique = jtis.clone();
+    unique.sort_by_key(|v| v.to_string());
+    unique.dedup();
+    assert_eq!(unique.len(), jtis.len());
+
+    // The copied token alone gets nowhere: not as Bearer, not with a
+    // proof lifted from an earlier request.
+    let at = store.load("secured").unwrap().tokens.access_token;
+    let lifted = presented[0]["headers"]["dpop"].as_str().unwrap().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+    for (auth, proof) in [
+        (format!("Bearer {at}"), None),
+        (format!("DPoP {at}"), None),
+        (format!("DPoP {at}"), Some(lifted)),
+    ] {
+        let mut rb = ureq::post(&s.url())
+            .config()
+            .http_status_as_error(false)
+            .build()
+            .header("Content-Type", "application/json")
+            .header("Authorization", &auth);
+        if let Some(p) = &proof {
+            rb = rb.header("DPoP", p);
+        }
+        let resp = rb.send(body.as_bytes()).unwrap();
+        assert_eq!(resp.status(), 401, "{auth} with proof {}", proof.is_some());
+    }
+}
+
+/// RFC 9449 §8 and §9: a server that wants a nonce gets the request again
+/// with it, at the token endpoint and at the resource.
+#[test]
+fn dpop_nonces_are_honoured_at_both_servers() {
+    let s = start("dpop_nonce");
+    let c = connect(
+        &s,
+        OAuthOptions {
+            dpop: true,
+            ..OAuthOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    let st = dpop_state(&s);
+    assert_eq!(st["as_nonce_challenges"], 1, "{st}");
+    assert_eq!(st["rs_nonce_challenges"], 1, "{st}: the nonce was not kept");
+    assert_eq!(requested(&s, "/token"), 2, "one challenge, one retry");
+    assert_eq!(requested(&s, "/authorize"), 1);
+}
+
+/// The 2025-03-26 fallback (no protected resource metadata): metadata at
+/// the server's origin may declare an issuer under a path of that origin,
+/// as servers of that revision do, but not a foreign one.
+#[test]
+fn legacy_metadata_may_name_a_path_of_the_origin_but_no_other_server() {
+    let s = start("legacy_subpath");
+    let c = connect(&s, OAuthOptions::default()).unwrap();
+    assert!(text(c.call_tool("whoami", json!({})).unwrap()).starts_with("dyn-"));
+    let s = start("legacy_mixup");
+    match refusal(connect(&s, OAuthOptions::default()), "legacy mixup") {
+        AuthRefusal::MetadataIssuerMismatch {
+            expected, found, ..
+        } => {
+            assert_eq!(expected, format!("http://127.0.0.1:{}", s.port));
+            assert_eq!(found.as_deref(), Some("https://attacker.example"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(requested(&s, "/register") + requested(&s, "/authorize"), 0);
 }

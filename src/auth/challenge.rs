@@ -1,5 +1,6 @@
-//! `WWW-Authenticate` parsing (RFC 9110 §11.6.1, RFC 6750 §3): the Bearer
-//! challenge's `resource_metadata`, `scope` and `error`.
+//! `WWW-Authenticate` parsing (RFC 9110 §11.6.1, RFC 6750 §3, RFC 9449
+//! §7.1): the Bearer (or DPoP) challenge's `resource_metadata`, `scope`
+//! and `error`.
 
 use std::collections::HashMap;
 
@@ -19,6 +20,17 @@ pub struct BearerChallenge {
 /// Parses a `WWW-Authenticate` value and returns its Bearer challenge, if
 /// any. Tolerant of odd spacing, other schemes beside it, and unquoted values.
 pub fn parse_bearer(header: &str) -> Option<BearerChallenge> {
+    parse_scheme(header, "bearer")
+}
+
+/// The `DPoP` challenge of a `WWW-Authenticate` value (RFC 9449 §7.1: the
+/// same parameters as Bearer, e.g. `error="use_dpop_nonce"`).
+pub fn parse_dpop(header: &str) -> Option<BearerChallenge> {
+    parse_scheme(header, "dpop")
+}
+
+/// The challenge of auth scheme `scheme` (lower case).
+fn parse_scheme(header: &str, scheme: &str) -> Option<BearerChallenge> {
     let b = header.as_bytes();
     let mut i = 0;
     let mut current_scheme: Option<String> = None;
@@ -75,7 +87,7 @@ pub fn parse_bearer(header: &str) -> Option<BearerChallenge> {
             };
             if current_scheme
                 .as_deref()
-                .is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+                .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
             {
                 if let Some(m) = bearer.as_mut() {
                     m.insert(token.to_ascii_lowercase(), value);
@@ -83,7 +95,7 @@ pub fn parse_bearer(header: &str) -> Option<BearerChallenge> {
             }
         } else {
             // A new scheme (or a token68, which Bearer does not use here).
-            if token.eq_ignore_ascii_case("bearer") && bearer.is_none() {
+            if token.eq_ignore_ascii_case(scheme) && bearer.is_none() {
                 bearer = Some(HashMap::new());
             }
             current_scheme = Some(token.to_owned());
@@ -117,6 +129,17 @@ mod tests {
         assert_eq!(c.scope.as_deref(), Some("a"));
         assert_eq!(parse_bearer("Bearer"), Some(BearerChallenge::default()));
         assert!(parse_bearer(r#"Basic realm="x""#).is_none());
+        let d = parse_dpop(
+            r#"Bearer scope="a", DPoP error="use_dpop_nonce", resource_metadata="https://h/prm""#,
+        )
+        .unwrap();
+        assert_eq!(d.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(d.resource_metadata.as_deref(), Some("https://h/prm"));
+        assert_eq!(
+            d.scope, None,
+            "the Bearer challenge's scope is not the DPoP one's"
+        );
+        assert!(parse_dpop("Bearer scope=a").is_none());
         assert!(parse_bearer("").is_none());
         // Garbage never panics.
         for g in [

@@ -25,6 +25,12 @@ pub struct AuthServerMetadata {
     pub grant_types_supported: Vec<String>,
     /// Whether it accepts Client ID Metadata Documents.
     pub client_id_metadata_document_supported: bool,
+    /// RFC 9207: whether its authorization responses carry `iss` (then a
+    /// response without one is refused).
+    pub authorization_response_iss_parameter_supported: bool,
+    /// RFC 9449: the DPoP proof algorithms it accepts; `None` when the
+    /// metadata does not say.
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// True when these are the 2025-03-26 default endpoints (no metadata found).
     pub defaults: bool,
 }
@@ -49,8 +55,32 @@ impl AuthServerMetadata {
                 .get("client_id_metadata_document_supported")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            authorization_response_iss_parameter_supported: v
+                .get("authorization_response_iss_parameter_supported")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            dpop_signing_alg_values_supported: v
+                .get("dpop_signing_alg_values_supported")
+                .map(|_| strings(v, "dpop_signing_alg_values_supported")),
             defaults: false,
         })
+    }
+
+    /// The checks every metadata document passes before any of its
+    /// endpoints is used: its `issuer` is the one its URL was built from
+    /// (RFC 8414 §3.3), and its endpoints are https unless loopback.
+    fn validate(&self, expected_issuer: &str, url: &str) -> std::result::Result<(), AuthRefusal> {
+        validate::check_metadata_issuer(expected_issuer, self.issuer.as_deref(), url)?;
+        self.check_endpoints()
+    }
+
+    fn check_endpoints(&self) -> std::result::Result<(), AuthRefusal> {
+        validate::check_secure("authorization endpoint", &self.authorization_endpoint)?;
+        validate::check_secure("token endpoint", &self.token_endpoint)?;
+        if let Some(r) = &self.registration_endpoint {
+            validate::check_secure("registration endpoint", r)?;
+        }
+        Ok(())
     }
 }
 
@@ -146,10 +176,17 @@ impl OAuthClient {
         Ok(None)
     }
 
+    /// The metadata of authorization server `issuer`, validated. A
+    /// document naming another issuer is refused outright rather than
+    /// skipped: the next well-known URL is on the same host, and a server
+    /// that serves poisoned metadata at one is not trusted at the other.
     pub(super) fn discover_auth_server(&self, issuer: &str) -> Result<Option<AuthServerMetadata>> {
+        validate::check_secure("authorization server issuer", issuer)
+            .map_err(|r| self.refused(r))?;
         for u in authorization_server_metadata_urls(issuer) {
             if let Fetched::Json(v) = self.fetch_json(&u)? {
                 if let Some(m) = AuthServerMetadata::from_json(&v) {
+                    m.validate(issuer, &u).map_err(|r| self.refused(r))?;
                     return Ok(Some(m));
                 }
             }
@@ -162,20 +199,24 @@ impl OAuthClient {
     pub(super) fn legacy_auth_server(&self) -> Result<AuthServerMetadata> {
         let (origin, _) = url::split(&self.server_url)
             .ok_or_else(|| self.err("the server URL is not http(s)"))?;
-        if let Fetched::Json(v) =
-            self.fetch_json(&format!("{origin}/.well-known/oauth-authorization-server"))?
-        {
+        let metadata_url = format!("{origin}/.well-known/oauth-authorization-server");
+        if let Fetched::Json(v) = self.fetch_json(&metadata_url)? {
             if let Some(m) = AuthServerMetadata::from_json(&v) {
+                validate::check_legacy_metadata_issuer(&origin, m.issuer.as_deref(), &metadata_url)
+                    .and_then(|()| m.check_endpoints())
+                    .map_err(|r| self.refused(r))?;
                 return Ok(m);
             }
         }
-        Ok(AuthServerMetadata {
+        let m = AuthServerMetadata {
             issuer: Some(origin.clone()),
             authorization_endpoint: format!("{origin}/authorize"),
             token_endpoint: format!("{origin}/token"),
             registration_endpoint: Some(format!("{origin}/register")),
             defaults: true,
             ..AuthServerMetadata::default()
-        })
+        };
+        m.check_endpoints().map_err(|r| self.refused(r))?;
+        Ok(m)
     }
 }

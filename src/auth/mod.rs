@@ -18,10 +18,19 @@
 //!    clients, the client-credentials grant, or, for enterprise-managed
 //!    clients, cross-app access ([`Grant::CrossAppAccess`]: the user's ID
 //!    token exchanged at the identity provider for an ID-JAG, presented as a
-//!    JWT bearer grant);
+//!    JWT bearer grant), or, for workloads, their platform-issued JWT
+//!    presented as a JWT bearer grant ([`Grant::WorkloadIdentity`]);
 //! 4. keeps the tokens in a [`TokenStore`], refreshes them when they expire,
 //!    and steps the scope up on `403 insufficient_scope`, a bounded number
-//!    of times.
+//!    of times;
+//! 5. with [`OAuthOptions::dpop`], binds the tokens to a key of its own
+//!    (DPoP, RFC 9449): a fresh signed proof on every token request and
+//!    every MCP request, server nonces honoured.
+//!
+//! Before any code, verifier, secret or refresh token leaves, the servers
+//! are checked: the metadata's `issuer` (RFC 8414 §3.3), the authorization
+//! response's `iss` (RFC 9207), https off loopback, and the binding of
+//! stored credentials to the issuer that made them ([`AuthRefusal`]).
 //!
 //! The person in the loop is an [`AuthorizationHandler`]: it opens the
 //! authorization URL and returns the URL the browser was redirected to.
@@ -32,11 +41,13 @@
 mod authorizers;
 mod challenge;
 mod discovery;
+mod dpop;
 mod flow;
 mod pkce;
 mod registration;
 mod tokens;
 mod url;
+mod validate;
 
 use std::fmt;
 use std::io::Read;
@@ -48,8 +59,9 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use ureq::Agent;
 
+pub use crate::error::AuthRefusal;
 pub use authorizers::{AuthorizationHandler, HeadlessAuthorizer, LoopbackAuthorizer};
-pub use challenge::{parse_bearer, BearerChallenge};
+pub use challenge::{parse_bearer, parse_dpop, BearerChallenge};
 pub use discovery::{
     authorization_server_metadata_urls, protected_resource_metadata_urls, AuthServerMetadata,
     ResourceMetadata,
@@ -79,6 +91,14 @@ pub enum Grant {
     /// (RFC 7523). No browser. Needs [`OAuthOptions::identity`] and a
     /// client pre-registered with the authorization server.
     CrossAppAccess,
+    /// Workload identity federation (SEP-1933): a JWT the platform issued
+    /// to this workload (a Kubernetes service-account token, a cloud
+    /// instance identity token, a CI job's OIDC token) is presented as an
+    /// RFC 7523 JWT bearer grant, with no browser and no stored secret.
+    /// Needs [`OAuthOptions::workload_assertion`]; the client id, if the
+    /// authorization server wants one, is [`OAuthOptions::client_id`]. A
+    /// refused assertion is reported, never retried with another grant.
+    WorkloadIdentity,
 }
 
 /// The user's enterprise identity, for [`Grant::CrossAppAccess`].
@@ -121,6 +141,13 @@ pub struct OAuthOptions {
     pub client_id: Option<String>,
     /// Pre-registered client secret.
     pub client_secret: Option<String>,
+    /// The issuer of the authorization server the pre-registered
+    /// credentials belong to. When set, they are only ever sent to that
+    /// server: a resource naming another one is refused with
+    /// [`AuthRefusal::CredentialsForAnotherIssuer`] (MCP 2026-07-28,
+    /// "Authorization Server Binding"). `None`: used with whichever server
+    /// the resource names.
+    pub client_issuer: Option<String>,
     /// A pre-registered client's EC P-256 private key (PKCS#8 PEM): the
     /// client then authenticates with an ES256 JWT assertion
     /// (`private_key_jwt`) instead of a secret.
@@ -144,6 +171,20 @@ pub struct OAuthOptions {
     pub max_step_ups: u32,
     /// The user's identity-provider token, for [`Grant::CrossAppAccess`].
     pub identity: Option<IdentityAssertion>,
+    /// The workload's JWT, for [`Grant::WorkloadIdentity`]: its `aud`
+    /// must be the authorization server's issuer. Such tokens are short
+    /// lived; give each new connection a fresh one.
+    pub workload_assertion: Option<String>,
+    /// DPoP (RFC 9449): request tokens bound to a key this client holds,
+    /// and present them with the `DPoP` scheme and a fresh proof on every
+    /// request, so a leaked token cannot be replayed by whoever finds it.
+    /// Server nonces are honoured. An authorization server that advertises
+    /// DPoP algorithms without ES256 is refused. Off by default.
+    pub dpop: bool,
+    /// The DPoP key (an EC P-256 PKCS#8 PEM document), so tokens kept in
+    /// the store stay usable after a restart; implies [`dpop`](Self::dpop).
+    /// Without it each [`OAuthClient`] draws a key of its own.
+    pub dpop_key: Option<String>,
 }
 
 impl fmt::Debug for OAuthOptions {
@@ -154,6 +195,7 @@ impl fmt::Debug for OAuthOptions {
                 "client_secret",
                 &self.client_secret.as_ref().map(|_| "<redacted>"),
             )
+            .field("client_issuer", &self.client_issuer)
             .field(
                 "client_assertion_key",
                 &self.client_assertion_key.as_ref().map(|_| "<redacted>"),
@@ -163,6 +205,12 @@ impl fmt::Debug for OAuthOptions {
             .field("scope", &self.scope)
             .field("grant", &self.grant)
             .field("identity", &self.identity)
+            .field(
+                "workload_assertion",
+                &self.workload_assertion.as_ref().map(|_| "<redacted>"),
+            )
+            .field("dpop", &self.dpop)
+            .field("dpop_key", &self.dpop_key.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
@@ -172,6 +220,7 @@ impl Default for OAuthOptions {
         OAuthOptions {
             client_id: None,
             client_secret: None,
+            client_issuer: None,
             client_assertion_key: None,
             client_metadata_url: None,
             client_name: crate::limits::CLIENT_NAME.to_owned(),
@@ -182,6 +231,9 @@ impl Default for OAuthOptions {
             token_store: Arc::new(MemoryTokenStore::default()),
             max_step_ups: AUTH_MAX_STEP_UPS,
             identity: None,
+            workload_assertion: None,
+            dpop: false,
+            dpop_key: None,
         }
     }
 }
@@ -210,6 +262,22 @@ fn union_scopes(a: Option<&str>, b: Option<&str>) -> Option<String> {
 struct State {
     stored: Option<StoredAuth>,
     step_ups: u32,
+    /// The current token is DPoP-bound: sent as `DPoP`, with a proof.
+    bound: bool,
+    /// The resource's last DPoP nonce (RFC 9449 §9).
+    rs_nonce: Option<String>,
+    /// The authorization server's last DPoP nonce (RFC 9449 §8).
+    as_nonce: Option<String>,
+}
+
+impl State {
+    /// The `Authorization` value of the stored token.
+    fn header(&self) -> Option<String> {
+        let scheme = if self.bound { "DPoP" } else { "Bearer" };
+        self.stored
+            .as_ref()
+            .map(|s| format!("{scheme} {}", s.tokens.access_token))
+    }
 }
 
 /// The OAuth state of one HTTP connection.
@@ -221,6 +289,9 @@ pub struct OAuthClient {
     state: Mutex<State>,
     /// Serializes authorization runs: concurrent 401s share one flow.
     flow: Mutex<()>,
+    /// The DPoP key when [`OAuthOptions::dpop`] is on (or why there is
+    /// none: a bad PEM is reported at the first token request).
+    dpop: Option<std::result::Result<dpop::DpopKey, String>>,
 }
 
 impl fmt::Debug for OAuthClient {
@@ -243,6 +314,15 @@ impl OAuthClient {
     /// loaded from the options' store.
     pub fn new(server: &str, server_url: &str, opts: OAuthOptions) -> OAuthClient {
         let stored = opts.token_store.load(server);
+        let dpop = match (&opts.dpop_key, opts.dpop) {
+            (Some(pem), _) => Some(dpop::DpopKey::from_pem(pem)),
+            (None, true) => Some(dpop::DpopKey::generate()),
+            (None, false) => None,
+        };
+        // A stored token of a DPoP client is taken to be bound; if the
+        // server issued a Bearer one, the first 401 re-authorizes and the
+        // answer's token_type settles it.
+        let bound = dpop.is_some() && stored.is_some();
         OAuthClient {
             server: server.to_owned(),
             server_url: server_url.to_owned(),
@@ -250,9 +330,11 @@ impl OAuthClient {
             agent: auth_agent(0),
             state: Mutex::new(State {
                 stored,
-                step_ups: 0,
+                bound,
+                ..State::default()
             }),
             flow: Mutex::new(()),
+            dpop,
         }
     }
 
@@ -263,8 +345,17 @@ impl OAuthClient {
         }
     }
 
-    /// The `Authorization` header value to send, refreshing an expired
-    /// token first when a refresh token is available.
+    fn refused(&self, refusal: AuthRefusal) -> McpError {
+        ::log::warn!(target: "mcp_client", "[{}] OAuth refused: {refusal}", self.server);
+        McpError::AuthRefused {
+            server: self.server.clone(),
+            refusal: Box::new(refusal),
+        }
+    }
+
+    /// The `Authorization` header value to send (`Bearer …`, or `DPoP …`
+    /// for a DPoP-bound token), refreshing an expired token first when a
+    /// refresh token is available.
     pub fn authorization(&self) -> Option<String> {
         let stored = self.state.lock().stored.clone()?;
         let expired = stored
@@ -272,20 +363,56 @@ impl OAuthClient {
             .expires_at
             .is_some_and(|t| t <= SystemTime::now() + AUTH_TOKEN_EXPIRY_MARGIN);
         if expired && stored.tokens.refresh_token.is_some() {
-            if let Ok(t) = self.refresh(&stored) {
-                return Some(format!("Bearer {}", t.access_token));
-            }
+            // The refresh stores the new token; a failed one keeps the old.
+            let _ = self.refresh(&stored);
         }
-        Some(format!("Bearer {}", stored.tokens.access_token))
+        self.current()
     }
 
     /// The `Authorization` value of the current token, without refreshing.
     pub fn current(&self) -> Option<String> {
-        self.state
-            .lock()
-            .stored
-            .as_ref()
-            .map(|s| format!("Bearer {}", s.tokens.access_token))
+        self.state.lock().header()
+    }
+
+    /// The authorization headers of a request `method` `url`: the
+    /// `Authorization` value of [`authorization`](Self::authorization),
+    /// and, for a DPoP-bound token, a fresh `DPoP` proof for this very
+    /// request (with the resource's nonce, when it gave one).
+    pub fn request_headers(&self, method: &str, url: &str) -> Vec<(&'static str, String)> {
+        let Some(auth) = self.authorization() else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(2);
+        if let (Some(token), Some(Ok(key))) = (auth.strip_prefix("DPoP "), &self.dpop) {
+            let nonce = self.state.lock().rs_nonce.clone();
+            match key.proof(method, url, nonce.as_deref(), Some(token)) {
+                Ok(p) => out.push((dpop::HEADER, p)),
+                // Sent without a proof the request is refused, and the
+                // refusal reported; a log line says why.
+                Err(e) => {
+                    ::log::warn!(target: "mcp_client", "[{}] no DPoP proof: {e}", self.server)
+                }
+            }
+        }
+        out.push(("Authorization", auth));
+        out
+    }
+
+    /// Records a `DPoP-Nonce` the MCP server sent (RFC 9449 §9): the next
+    /// proofs carry it.
+    pub fn note_dpop_nonce(&self, nonce: Option<&str>) {
+        if let (Some(n), Some(_)) = (nonce.filter(|n| !n.is_empty()), &self.dpop) {
+            self.state.lock().rs_nonce = Some(n.to_owned());
+        }
+    }
+
+    /// The DPoP key, or why there is none; `None` when DPoP is off.
+    fn dpop_key(&self) -> Result<Option<&dpop::DpopKey>> {
+        match &self.dpop {
+            None => Ok(None),
+            Some(Ok(k)) => Ok(Some(k)),
+            Some(Err(e)) => Err(self.err(e.clone())),
+        }
     }
 
     /// The current tokens, if any.
@@ -304,16 +431,24 @@ impl OAuthClient {
     ) -> Result<()> {
         let _serial = self.flow.lock();
         // Another thread may have re-authorized while this one waited.
-        let current = self
-            .state
-            .lock()
-            .stored
-            .as_ref()
-            .map(|s| format!("Bearer {}", s.tokens.access_token));
+        let current = self.state.lock().header();
         if current.is_some() && current.as_deref() != sent && status == 401 {
             return Ok(());
         }
-        let challenge = www_authenticate.and_then(parse_bearer).unwrap_or_default();
+        let dpop_challenge = www_authenticate.and_then(parse_dpop);
+        // RFC 9449 §9: the resource wants a (new) nonce in the proof, which
+        // note_dpop_nonce recorded from this answer: retry, the token is
+        // fine. The transport bounds how often.
+        if dpop_challenge.as_ref().and_then(|c| c.error.as_deref()) == Some(dpop::USE_NONCE)
+            && self.dpop.is_some()
+            && self.state.lock().rs_nonce.is_some()
+        {
+            return Ok(());
+        }
+        let challenge = www_authenticate
+            .and_then(parse_bearer)
+            .or(dpop_challenge)
+            .unwrap_or_default();
         let step_up = status == 403 || challenge.error.as_deref() == Some("insufficient_scope");
         if step_up {
             if challenge.error.as_deref() != Some("insufficient_scope") {

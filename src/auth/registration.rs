@@ -62,11 +62,30 @@ impl OAuthClient {
                 TokenEndpointAuth::ClientSecretBasic
             }
         };
+        if let (Some(bound), Some(_)) = (&self.opts.client_issuer, &self.opts.client_id) {
+            let current = meta.issuer.as_deref().unwrap_or_default();
+            if bound != current {
+                return Err(self.refused(AuthRefusal::CredentialsForAnotherIssuer {
+                    bound: bound.clone(),
+                    current: current.to_owned(),
+                }));
+            }
+        }
         if let (Some(id), Some(_)) = (&self.opts.client_id, &self.opts.client_assertion_key) {
             return Ok(ClientRegistration {
                 client_id: id.clone(),
                 client_secret: None,
                 auth_method: TokenEndpointAuth::PrivateKeyJwt,
+            });
+        }
+        // RFC 7523 section 3: a JWT bearer grant needs no client
+        // authentication; a workload without a client id sends none rather
+        // than registering one.
+        if self.opts.grant == Grant::WorkloadIdentity && self.opts.client_id.is_none() {
+            return Ok(ClientRegistration {
+                client_id: String::new(),
+                client_secret: None,
+                auth_method: TokenEndpointAuth::None,
             });
         }
         if let Some(id) = &self.opts.client_id {
@@ -76,11 +95,15 @@ impl OAuthClient {
                 auth_method: pick_auth(self.opts.client_secret.is_some()),
             });
         }
+        // A registration is only reused with the server that made it: the
+        // resource may have moved to another authorization server, which
+        // must never see the first one's client id or secret (SEP-2352).
         if let Some(prev) = self
             .state
             .lock()
             .stored
             .as_ref()
+            .filter(|s| s.issuer.is_some() && s.issuer == meta.issuer)
             .and_then(|s| s.client.clone())
         {
             return Ok(prev);
@@ -114,7 +137,7 @@ impl OAuthClient {
         } else {
             "native"
         };
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "client_name": self.opts.client_name,
             "application_type": application_type,
             "redirect_uris": [self.opts.redirect_uri],
@@ -122,6 +145,10 @@ impl OAuthClient {
             "response_types": ["code"],
             "token_endpoint_auth_method": method,
         });
+        if self.dpop.is_some() {
+            // RFC 9449 §5.2: this client always asks for DPoP-bound tokens.
+            body["dpop_bound_access_tokens"] = Value::Bool(true);
+        }
         let resp = self
             .agent
             .post(endpoint)

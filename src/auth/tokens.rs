@@ -95,8 +95,17 @@ impl fmt::Debug for ClientRegistration {
 pub struct StoredAuth {
     /// The current tokens.
     pub tokens: OAuthTokens,
-    /// The client identity they were issued to (a registration is reused).
+    /// The client identity they were issued to (a registration is reused,
+    /// but only with [`issuer`](Self::issuer)).
     pub client: Option<ClientRegistration>,
+    /// The issuer of the authorization server that issued the tokens and
+    /// the client registration: the refresh token and the client
+    /// credentials are only ever sent back to it (MCP 2026-07-28,
+    /// "Authorization Server Binding"). `None` for state saved before the
+    /// issuer was recorded: the access token is still presented to the
+    /// resource, but its refresh token and client are never sent to any
+    /// authorization server again (the next authorization starts afresh).
+    pub issuer: Option<String>,
 }
 
 /// Where tokens are kept between connections (and runs).

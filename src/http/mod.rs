@@ -349,7 +349,12 @@ impl Shared {
         [self.auth.as_deref(), oauth.as_deref()]
             .into_iter()
             .flatten()
-            .map(|a| a.strip_prefix("Bearer ").unwrap_or(a).to_owned())
+            .map(|a| {
+                a.strip_prefix("Bearer ")
+                    .or_else(|| a.strip_prefix("DPoP "))
+                    .unwrap_or(a)
+                    .to_owned()
+            })
             .filter(|k| !k.is_empty())
             .collect()
     }
@@ -469,8 +474,13 @@ impl Shared {
         modern: Option<&[(String, String)]>,
     ) -> RequestBuilder<B> {
         if let Some(o) = &self.oauth {
-            if let Some(a) = o.authorization() {
-                rb = rb.header("Authorization", a);
+            // A DPoP proof names the request's method and URL.
+            let method = rb.method_ref().map_or("POST", |m| m.as_str()).to_owned();
+            let url = rb
+                .uri_ref()
+                .map_or_else(|| self.url.clone(), |u| u.to_string());
+            for (k, v) in o.request_headers(&method, &url) {
+                rb = rb.header(k, v);
             }
         } else if let Some(a) = &self.auth {
             rb = rb.header("Authorization", a.as_str());
@@ -594,6 +604,14 @@ impl Shared {
 
     /// The `Unauthorized` failure for a `401`/`403` response.
     fn unauthorized(&self, status: u16, resp: &Response<Body>) -> Failure {
+        if let Some(o) = &self.oauth {
+            // RFC 9449 §9: a resource that wants a DPoP nonce sends it here.
+            o.note_dpop_nonce(
+                resp.headers()
+                    .get("dpop-nonce")
+                    .and_then(|v| v.to_str().ok()),
+            );
+        }
         Failure::Unauthorized {
             status,
             www_authenticate: resp

@@ -483,7 +483,8 @@ pub(crate) fn oauth_load(
     let ctx = "reading OAuth tokens";
     let row = conn
         .prepare_cached(
-            "SELECT access_token, refresh_token, expires_at, scope, client_id, client_secret, auth_method
+            "SELECT access_token, refresh_token, expires_at, scope, client_id, client_secret, auth_method,
+                    issuer
              FROM mcp_oauth WHERE server = ?1",
         )
         .map_err(sql_err(ctx))?
@@ -496,12 +497,22 @@ pub(crate) fn oauth_load(
                 r.get::<_, Option<String>>(4)?,
                 r.get::<_, Option<String>>(5)?,
                 r.get::<_, Option<String>>(6)?,
+                r.get::<_, Option<String>>(7)?,
             ))
         })
         .optional()
         .map_err(sql_err(ctx))?;
     Ok(row.map(
-        |(access_token, refresh_token, expires_at, scope, client_id, client_secret, method)| {
+        |(
+            access_token,
+            refresh_token,
+            expires_at,
+            scope,
+            client_id,
+            client_secret,
+            method,
+            issuer,
+        )| {
             StoredAuth {
                 tokens: OAuthTokens {
                     access_token,
@@ -519,6 +530,7 @@ pub(crate) fn oauth_load(
                         .and_then(TokenEndpointAuth::parse)
                         .unwrap_or(TokenEndpointAuth::None),
                 }),
+                issuer,
             }
         },
     ))
@@ -534,13 +546,13 @@ pub(crate) fn oauth_save(
     let c = auth.client.as_ref();
     conn.prepare_cached(
         "INSERT INTO mcp_oauth (server, access_token, refresh_token, expires_at, scope, client_id,
-                                client_secret, auth_method, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                                client_secret, auth_method, updated_at, issuer)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (server) DO UPDATE SET access_token = excluded.access_token,
              refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
              scope = excluded.scope, client_id = excluded.client_id,
              client_secret = excluded.client_secret, auth_method = excluded.auth_method,
-             updated_at = excluded.updated_at",
+             updated_at = excluded.updated_at, issuer = excluded.issuer",
     )?
     .execute(params![
         server,
@@ -552,6 +564,7 @@ pub(crate) fn oauth_save(
         c.and_then(|c| c.client_secret.as_deref()),
         c.map(|c| c.auth_method.as_str()),
         format_utc_millis(now),
+        auth.issuer,
     ])?;
     Ok(())
 }

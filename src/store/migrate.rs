@@ -41,6 +41,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0004_mcp_server_era",
         sql: include_str!("../../migrations/0004_mcp_server_era.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_oauth_issuer",
+        sql: include_str!("../../migrations/0005_oauth_issuer.sql"),
+    },
 ];
 
 /// The schema version this build creates and understands.
