@@ -22,6 +22,9 @@ Usage:
                       carrying _meta["io.modelcontextprotocol/protocolVersion"] needs no
                       session (without this flag server/discover gets the 400 of a request
                       without a session, as from a legacy server)
+  --modern tasks      (with --modern) task_tool answers a modern request that declares the tasks
+                      extension with a task handle (resultType "task", taskId m-1); tasks/get
+                      answers "working", then "completed" with the result inline
   --drop-first-list   (with --modern) the first tools/list is answered with an SSE stream that
                       is dropped before its response; later ones are answered normally
 
@@ -349,13 +352,33 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
         elif method == "tools/call":
             params = msg.get("params") or {}
-            if params.get("name") == "task_tool" and "task" in params:
+            caps = (meta or {}).get("io.modelcontextprotocol/clientCapabilities") or {}
+            if params.get("name") == "task_tool" and modern and \
+                    "io.modelcontextprotocol/tasks" in (caps.get("extensions") or {}):
+                # The tasks extension (2026-07-28): the server decides.
+                with LOCK:
+                    STATE["task_polls"] = 0
+                self.send_json({"jsonrpc": "2.0", "id": rid, "result": {
+                    "resultType": "task", "taskId": "m-1", "status": "working",
+                    "createdAt": "2026-12-03T10:00:00Z", "lastUpdatedAt": "2026-12-03T10:00:00Z",
+                    "ttlMs": 60000, "pollIntervalMs": 100}})
+            elif params.get("name") == "task_tool" and "task" in params:
                 with LOCK:
                     STATE["task_polls"] = 0
                 task = {"taskId": "t-1", "status": "working", "pollInterval": 100, "ttl": 60000}
                 self.send_json({"jsonrpc": "2.0", "id": rid, "result": {"task": task}})
             else:
                 self.call(rid, params.get("name"), params.get("arguments") or {}, params)
+        elif method == "tasks/get" and modern:
+            with LOCK:
+                STATE["task_polls"] = STATE.get("task_polls", 0) + 1
+                done = STATE["task_polls"] >= 2
+            task = {"resultType": "complete", "taskId": "m-1", "status": "completed" if done else "working",
+                    "createdAt": "2026-12-03T10:00:00Z", "lastUpdatedAt": "2026-12-03T10:00:01Z",
+                    "ttlMs": 60000, "pollIntervalMs": 100}
+            if done:
+                task["result"] = tool_result("modern task done")
+            self.send_json({"jsonrpc": "2.0", "id": rid, "result": task})
         elif method == "tasks/get":
             with LOCK:
                 STATE["task_polls"] = STATE.get("task_polls", 0) + 1

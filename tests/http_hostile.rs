@@ -703,3 +703,29 @@ fn broken_modern_streams_repeat_only_what_is_safe() {
     assert!(server.posts_of("initialize").is_empty());
     c.close().unwrap();
 }
+
+/// The tasks extension over HTTP (2026-07-28): the server decides to answer
+/// with a task handle (the call carries no `task` opt-in), the client polls
+/// `tasks/get` with the task id in `Mcp-Name` and takes the inline result.
+#[test]
+fn extension_tasks_are_polled_over_http_with_the_task_id_in_mcp_name() {
+    let server = Server::hostile(&["--modern"]);
+    let c = connect(&server, "h-mtask", test_options());
+    assert_eq!(c.initialize().unwrap().era, skald_mcp::Era::Modern);
+    let r = c.call_tool("task_tool", json!({})).unwrap();
+    assert_eq!(text(r), "modern task done");
+    let call = &server.posts_of("tools/call")[0];
+    assert!(
+        call["body"]["params"].get("task").is_none(),
+        "no 2025-11-25 opt-in under the extension: {call}"
+    );
+    let polls = server.posts_of("tasks/get");
+    assert_eq!(polls.len(), 2);
+    for p in &polls {
+        assert_eq!(header(p, "mcp-name"), Some("m-1"));
+        assert_eq!(header(p, "mcp-method"), Some("tasks/get"));
+        assert_eq!(header(p, "mcp-session-id"), None);
+    }
+    assert!(server.posts_of("tasks/result").is_empty());
+    c.close().unwrap();
+}

@@ -228,7 +228,9 @@ impl Peer {
             .and_then(|t| t.iter().find(|t| t.name == name));
         let support = tool.map(|t| t.task_support).unwrap_or_default();
         let mut params = json!({"name": name, "arguments": arguments});
-        if support.wants_task() {
+        // The 2025-11-25 opt-in; under the tasks extension the server alone
+        // decides, and the request carries no preference.
+        if support.wants_task() && self.era() != Some(Era::Modern) {
             params["task"] = match opts.task_ttl {
                 Some(ttl) => json!({"ttl": ttl.as_millis() as u64}),
                 None => json!({}),
