@@ -110,6 +110,11 @@ impl OAuthClient {
         }
         if let Some(url) = &self.opts.client_metadata_url {
             if meta.client_id_metadata_document_supported {
+                // The authorization server fetches the document from this
+                // URL: over plain http to a remote host it could be
+                // swapped on the path (the same rule as every endpoint).
+                super::validate::check_secure("client metadata document URL", url)
+                    .map_err(|r| self.refused(r))?;
                 return Ok(ClientRegistration {
                     client_id: url.clone(),
                     client_secret: None,
