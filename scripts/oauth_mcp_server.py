@@ -72,7 +72,9 @@ Modes:
                 jti never seen before (a Bearer presentation or a replayed proof is a 401)
   dpop_nonce    as dpop, and both sides demand their nonce (RFC 9449 sections 8 and 9): /token
                 answers 400 use_dpop_nonce with DPoP-Nonce "as-nonce-1", /mcp 401 with
-                WWW-Authenticate DPoP error="use_dpop_nonce" and DPoP-Nonce "rs-nonce-1"
+                WWW-Authenticate DPoP error="use_dpop_nonce" and DPoP-Nonce "rs-nonce-1"; every
+                successful /mcp answer rotates the resource's nonce (DPoP-Nonce "rs-nonce-<n+1>"),
+                which the next proof must carry
   legacy_subpath  a 2025-03-26 server: no protected resource metadata (404, and no
                 resource_metadata in the challenge); the AS metadata at the origin declares issuer
                 <base>/oauth, a path of the same origin
@@ -508,7 +510,7 @@ class Handler(BaseHTTPRequestHandler):
     def dpop_refusal(self, scheme, tok, t):
         """None when a DPoP-bound token comes with the DPoP scheme and a fresh proof of its key."""
         prm = self.base() + "/.well-known/oauth-protected-resource/mcp"
-        nonce = RS_NONCE if STATE["mode"] == "dpop_nonce" else None
+        nonce = STATE.get("rs_nonce", RS_NONCE) if STATE["mode"] == "dpop_nonce" else None
         if scheme != "DPoP":
             got = "bound token presented as Bearer"
         else:
@@ -518,7 +520,7 @@ class Handler(BaseHTTPRequestHandler):
                 STATE["rs_nonce_challenges"] += 1
             return self.send_json(401, {"error": "use_dpop_nonce"}, {
                 "WWW-Authenticate": f'DPoP error="use_dpop_nonce", resource_metadata="{prm}"',
-                "DPoP-Nonce": RS_NONCE})
+                "DPoP-Nonce": nonce})
         if not isinstance(got, str):
             with LOCK:
                 if got[0]["jti"] in STATE["jtis"]:
@@ -556,7 +558,14 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         def ok(result):
-            return self.send_json(200, {"jsonrpc": "2.0", "id": mid, "result": result})
+            headers = None
+            if STATE["mode"] == "dpop_nonce":
+                # RFC 9449 section 9: a new nonce on a success, for the next proof.
+                with LOCK:
+                    STATE["rs_rotations"] = STATE.get("rs_rotations", 0) + 1
+                    STATE["rs_nonce"] = f"rs-nonce-{STATE['rs_rotations'] + 1}"
+                    headers = {"DPoP-Nonce": STATE["rs_nonce"]}
+            return self.send_json(200, {"jsonrpc": "2.0", "id": mid, "result": result}, headers)
         if method == "initialize":
             return ok({"protocolVersion": params.get("protocolVersion", "2025-11-25"),
                        "capabilities": {"tools": {}}, "serverInfo": {"name": "oauth-demo", "version": "1.0.0"}})

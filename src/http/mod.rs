@@ -602,16 +602,23 @@ impl Shared {
         })
     }
 
-    /// The `Unauthorized` failure for a `401`/`403` response.
-    fn unauthorized(&self, status: u16, resp: &Response<Body>) -> Failure {
+    /// RFC 9449 §9: a resource sends a (new) DPoP nonce in the `DPoP-Nonce`
+    /// header of any response, a `401` asking for one or a success rotating
+    /// it; the next proofs carry it, so a rotation costs no extra round
+    /// trip. A no-op unless DPoP is on.
+    fn note_dpop_nonce(&self, resp: &Response<Body>) {
         if let Some(o) = &self.oauth {
-            // RFC 9449 §9: a resource that wants a DPoP nonce sends it here.
             o.note_dpop_nonce(
                 resp.headers()
                     .get("dpop-nonce")
                     .and_then(|v| v.to_str().ok()),
             );
         }
+    }
+
+    /// The `Unauthorized` failure for a `401`/`403` response.
+    fn unauthorized(&self, status: u16, resp: &Response<Body>) -> Failure {
+        self.note_dpop_nonce(resp);
         Failure::Unauthorized {
             status,
             www_authenticate: resp
@@ -773,6 +780,7 @@ impl Shared {
         let resp = rb
             .send(&job.body[..])
             .map_err(|e| Failure::Error(self.transport_err(method, "POST", e)))?;
+        self.note_dpop_nonce(&resp);
         let status = resp.status().as_u16();
         let modern = job.modern.is_some();
         if status == 404 && session.id.is_some() && !initialize && !modern {
@@ -1098,6 +1106,7 @@ impl Shared {
         let resp = rb
             .send(&body[..])
             .map_err(|e| self.transport_err(method, "POST", e))?;
+        self.note_dpop_nonce(&resp);
         let status = resp.status().as_u16();
         if (status == 401 || status == 403) && self.oauth.is_some() && retry_auth {
             if let Failure::Unauthorized {
