@@ -20,10 +20,15 @@ use crate::limits::MAX_SERVER_NAME_LEN;
 pub enum McpTransport {
     /// A local child process speaking newline-delimited JSON-RPC on stdin/stdout.
     Stdio,
-    /// A remote server speaking MCP Streamable HTTP. `sse` is accepted as an
-    /// alias, for configurations written for the older HTTP+SSE transport.
-    #[serde(alias = "sse", alias = "streamable-http", alias = "streamable_http")]
+    /// A remote server speaking MCP Streamable HTTP (2025-03-26 and later),
+    /// or, when that is refused, the older HTTP+SSE transport (the spec's
+    /// fallback).
+    #[serde(alias = "streamable-http", alias = "streamable_http")]
     Http,
+    /// A remote server speaking only the deprecated HTTP+SSE transport of
+    /// MCP 2024-11-05: a `GET` event stream that names the endpoint the
+    /// client `POST`s to ([`McpSseServer`](crate::McpSseServer)).
+    Sse,
 }
 
 impl McpTransport {
@@ -32,14 +37,17 @@ impl McpTransport {
         match self {
             McpTransport::Stdio => "stdio",
             McpTransport::Http => "http",
+            McpTransport::Sse => "sse",
         }
     }
 
-    /// Parses `stdio`, `http` or its alias `sse` (case-insensitive).
+    /// Parses `stdio`, `http` (also `streamable-http`) or `sse`
+    /// (case-insensitive).
     pub fn parse(s: &str) -> Option<McpTransport> {
         match s.to_ascii_lowercase().as_str() {
             "stdio" => Some(McpTransport::Stdio),
-            "http" | "sse" | "streamable-http" | "streamable_http" => Some(McpTransport::Http),
+            "http" | "streamable-http" | "streamable_http" => Some(McpTransport::Http),
+            "sse" => Some(McpTransport::Sse),
             _ => None,
         }
     }
@@ -198,10 +206,10 @@ impl McpServerConfig {
                 Some(c) if !c.trim().is_empty() => {}
                 _ => return Err(err("transport stdio requires a non-empty 'command'".into())),
             },
-            McpTransport::Http => match &self.url {
+            McpTransport::Http | McpTransport::Sse => match &self.url {
                 Some(u) if u.starts_with("http://") || u.starts_with("https://") => {}
                 Some(_) => return Err(err("'url' must start with http:// or https://".into())),
-                None => return Err(err("transport http requires 'url'".into())),
+                None => return Err(err(format!("transport {} requires 'url'", self.transport))),
             },
         }
         for key in self.env.keys() {
@@ -373,7 +381,8 @@ mod tests {
         for (s, t) in [
             ("stdio", McpTransport::Stdio),
             ("http", McpTransport::Http),
-            ("sse", McpTransport::Http),
+            ("sse", McpTransport::Sse),
+            ("streamable-http", McpTransport::Http),
         ] {
             let cfg: McpServerConfig = serde_json::from_value(serde_json::json!({
                 "name": "x", "transport": s, "command": "c", "url": "http://h"

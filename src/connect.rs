@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::client::{ClientOptions, McpServerClient};
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::Result;
-use crate::http::McpHttpServer;
+use crate::http::{McpHttpServer, McpSseServer};
 use crate::stdio::McpServer;
 
 /// Connects to the server `config` describes and agrees on the protocol era
@@ -33,6 +33,7 @@ pub fn connect(
     Ok(match config.transport {
         McpTransport::Stdio => Arc::new(McpServer::connect(config, options)?),
         McpTransport::Http => Arc::new(McpHttpServer::connect(config, options)?),
+        McpTransport::Sse => Arc::new(McpSseServer::connect(config, options)?),
     })
 }
 
@@ -47,5 +48,6 @@ pub fn connect_lazy(
     Ok(match config.transport {
         McpTransport::Stdio => Arc::new(McpServer::spawn(config, options)?),
         McpTransport::Http => Arc::new(McpHttpServer::new(config, options)?),
+        McpTransport::Sse => Arc::new(McpSseServer::new(config, options)?),
     })
 }

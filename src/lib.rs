@@ -106,7 +106,7 @@ pub use elicitation::{
 };
 pub use era::{Era, EraPreference};
 pub use error::{McpError, Result, VersionMismatch};
-pub use http::McpHttpServer;
+pub use http::{McpHttpServer, McpSseServer};
 pub use inbox::{ElicitationInbox, PendingElicitation, ResolveError};
 /// The JSON-RPC and MCP error codes, for matching [`McpError::Rpc`].
 pub use jsonrpc::codes;

@@ -238,6 +238,10 @@ pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 
+/// How long an HTTP+SSE server (2024-11-05) may take to name its endpoint
+/// (the first event of its stream) before the connection fails.
+pub const SSE_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How many times a request that is safe to repeat (`initialize`, `ping`,
 /// and the list, read and get methods; never `tools/call`) is sent again
 /// after a `429 Too Many Requests` or `503 Service Unavailable`. Each wait

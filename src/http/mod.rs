@@ -83,12 +83,15 @@ use crate::sse::{SseError, SseReader, SseStep};
 
 mod get_stream;
 mod headers;
+mod legacy_sse;
 mod resume;
 mod session;
 
 use headers::VERSION_HEADER;
 use resume::StreamPosition;
 use session::InitObserver;
+
+pub use legacy_sse::McpSseServer;
 
 /// The session header (case-insensitive on the wire).
 const SESSION_HEADER: &str = "Mcp-Session-Id";
@@ -269,6 +272,27 @@ fn text_excerpt(bytes: &[u8]) -> String {
     }
 }
 
+/// A short excerpt of at most `limit` bytes of `bytes` with every secret
+/// replaced: first in all of `bytes`, and only then cut, so that a secret
+/// straddling the cut is not half quoted.
+fn quote_redacted(bytes: &[u8], secrets: &[String], limit: usize) -> String {
+    let mut text = String::from_utf8_lossy(bytes).into_owned();
+    for k in secrets
+        .iter()
+        .filter(|k| !k.is_empty() && bytes.windows(k.len()).any(|w| w == k.as_bytes()))
+    {
+        text = text.replace(k.as_str(), "<redacted>");
+    }
+    if text.len() > limit {
+        let mut end = limit;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text_excerpt(text.as_bytes())
+}
+
 fn status_text(status: u16) -> String {
     match StatusCode::from_u16(status)
         .ok()
@@ -363,23 +387,7 @@ impl Shared {
     /// secrets are replaced first, in all of `bytes`, and only then is the
     /// text cut, so a secret that straddles the cut is not half quoted.
     fn quote_cut(&self, bytes: &[u8], limit: usize) -> String {
-        let secrets: Vec<String> = self
-            .secrets()
-            .into_iter()
-            .filter(|k| bytes.windows(k.len()).any(|w| w == k.as_bytes()))
-            .collect();
-        let mut text = String::from_utf8_lossy(bytes).into_owned();
-        for k in secrets {
-            text = text.replace(&k, "<redacted>");
-        }
-        if text.len() > limit {
-            let mut end = limit;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            text.truncate(end);
-        }
-        text_excerpt(text.as_bytes())
+        quote_redacted(bytes, &self.secrets(), limit)
     }
 
     /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body to quote,

@@ -6,7 +6,7 @@ of FastMCP), with a fallback to the 1.x `mcp.server.fastmcp.FastMCP`.
 Usage:
   python3 tests/servers/fastmcp_http_server.py [--port N] [--path /mcp] [--json-response]
                                                [--stateless] [--event-store] [--retry-ms N]
-                                               [--era dual|modern|legacy]
+                                               [--era dual|modern|legacy] [--sse]
 
   --port N          port on 127.0.0.1 (default 0: a free port is picked)
   --json-response   answer POSTs with one application/json body instead of an SSE stream
@@ -14,6 +14,8 @@ Usage:
   --event-store     keep every SSE event in memory so streams can be resumed with Last-Event-ID
                     (the SDK then sends a priming event with an id first)
   --retry-ms N      with --event-store: the SSE `retry` the priming event carries
+  --sse             serve the deprecated HTTP+SSE transport (2024-11-05) instead: GET /sse, POST
+                    /messages/ (the SDK's `sse_app`); /mcp is then not served
   --era E           dual (the SDK's default: initialize selects 2025-11-25, per-request _meta
                     2026-07-28), modern (initialize refused with -32022 naming the supported
                     versions) or legacy (modern requests refused with -32601, as a pre-2026
@@ -247,7 +249,9 @@ async def serve(args) -> None:
         kwargs["event_store"] = STORE
         if args.retry_ms is not None:
             kwargs["retry_interval"] = args.retry_ms
-    if SDK_MAJOR >= 2:
+    if args.sse:
+        app = mcp.sse_app(host="127.0.0.1") if SDK_MAJOR >= 2 else mcp.sse_app()
+    elif SDK_MAJOR >= 2:
         app = mcp.streamable_http_app(host="127.0.0.1", **kwargs)
     else:  # pragma: no cover - mcp 1.x
         for k, v in kwargs.items():
@@ -284,6 +288,7 @@ def main() -> None:
     ap.add_argument("--event-store", action="store_true")
     ap.add_argument("--retry-ms", type=int)
     ap.add_argument("--era", choices=["dual", "modern", "legacy"], default="dual")
+    ap.add_argument("--sse", action="store_true")
     args = ap.parse_args()
     try:
         asyncio.run(serve(args))

@@ -495,7 +495,7 @@ fn target_of(c: &McpServerConfig) -> String {
             }
             s
         }
-        McpTransport::Http => c.url.clone().unwrap_or_default(),
+        McpTransport::Http | McpTransport::Sse => c.url.clone().unwrap_or_default(),
     }
 }
 

@@ -1,0 +1,231 @@
+//! The deprecated HTTP+SSE transport (MCP 2024-11-05) against the official
+//! Python SDK's SSE server and the bundled `scripts/sse_mcp_server.py`:
+//! tools, notifications and logs, elicitation, cancellation, a dropped
+//! stream, an endpoint on another origin, a stream that never names its
+//! endpoint, and `close()` ending the stream.
+
+mod http_support;
+
+use std::time::{Duration, Instant};
+
+use http_support::*;
+use serde_json::{json, Value};
+use skald_mcp::{
+    connect, CallOptions, CancelToken, ElicitationRequest, ElicitationResponse, LogTag,
+    McpCallResult, McpError, McpServerClient, McpServerConfig, McpSseServer, McpTransport,
+};
+
+fn sse_config(name: &str, port: u16) -> McpServerConfig {
+    let mut cfg = McpServerConfig::http(name, format!("http://127.0.0.1:{port}/sse"));
+    cfg.transport = McpTransport::Sse;
+    cfg
+}
+
+fn text(r: McpCallResult) -> String {
+    match r {
+        McpCallResult::Text(t) => t,
+        other => panic!("expected text, got {other:?}"),
+    }
+}
+
+fn bundled(mode: &str) -> Server {
+    Server::start("scripts/sse_mcp_server.py", &["--mode", mode])
+}
+
+fn state(s: &Server) -> Value {
+    let body = ureq::get(format!("http://127.0.0.1:{}/_state", s.port))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Polls `cond` until it holds or `limit` passes (a bounded wait on the
+/// server's own state, which it only reports when asked).
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+fn answer_name(_: &ElicitationRequest) -> ElicitationResponse {
+    let mut m = serde_json::Map::new();
+    m.insert("name".into(), json!("Ada"));
+    ElicitationResponse::Accept(m)
+}
+
+#[test]
+fn the_official_sdk_sse_server_tools_logs_and_elicitation() {
+    let Some(server) = Server::fastmcp(&["--sse"]) else {
+        return;
+    };
+    let (ltx, lrx) = crossbeam_channel::unbounded();
+    let opts = test_options().logs(ltx).elicitation_handler(answer_name);
+    let c = connect(&sse_config("fm-sse", server.port), opts).unwrap();
+    let info = c.initialize().unwrap();
+    assert_eq!(info.server_info.name, "fastmcp-http-test");
+    assert_eq!(info.era, skald_mcp::Era::Legacy);
+    let names: Vec<String> = c
+        .list_tools()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.iter().any(|n| n == "echo"), "{names:?}");
+    assert_eq!(
+        text(c.call_tool("echo", json!({"text": "over SSE ✓"})).unwrap()),
+        "over SSE ✓"
+    );
+    assert_eq!(
+        text(c.call_tool("elicit_name", json!({})).unwrap()),
+        "hello Ada"
+    );
+    assert_eq!(
+        text(c.call_tool("log", json!({"message": "m1"})).unwrap()),
+        "logged"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut saw_log = false;
+    while !saw_log && Instant::now() < deadline {
+        if let Ok(l) = lrx.recv_timeout(Duration::from_millis(200)) {
+            saw_log = matches!(l.tag, LogTag::Level(_)) && l.text.contains("m1");
+        }
+    }
+    assert!(saw_log, "the server's log record reached the log channel");
+    c.close().unwrap();
+    assert!(!c.is_connected());
+}
+
+#[test]
+fn bundled_server_tools_elicitation_and_cancellation() {
+    let server = bundled("normal");
+    let opts = test_options().elicitation_handler(answer_name);
+    let c = McpSseServer::connect(&sse_config("sse", server.port), opts).unwrap();
+    assert_eq!(c.protocol_version().as_deref(), Some("2024-11-05"));
+    assert!(c.endpoint().unwrap().starts_with(&format!(
+        "http://127.0.0.1:{}/messages?session=",
+        server.port
+    )));
+    assert_eq!(
+        text(c.call_tool("echo", json!({"text": "hi"})).unwrap()),
+        "hi"
+    );
+    assert_eq!(
+        text(c.call_tool("ask", json!({})).unwrap()),
+        r#"answer accept {"name": "Ada"}"#
+    );
+    // Cancelled from another thread: notifications/cancelled is posted.
+    let c = std::sync::Arc::new(c);
+    let token = CancelToken::new();
+    let canceller = {
+        let (c, t) = (std::sync::Arc::clone(&c), token.clone());
+        std::thread::spawn(move || {
+            assert!(eventually(Duration::from_secs(10), || c.pending_requests() == 1));
+            t.cancel_with("enough");
+        })
+    };
+    let e = c
+        .call_tool_with(
+            "slow",
+            json!({"seconds": 30}),
+            &CallOptions::new().cancel_token(token),
+        )
+        .unwrap_err();
+    canceller.join().unwrap();
+    assert!(matches!(e, McpError::Cancelled { .. }), "{e:?}");
+    let mut cancels = Value::Null;
+    eventually(Duration::from_secs(10), || {
+        cancels = serde_json::from_str(&text(c.call_tool("cancels", json!({})).unwrap())).unwrap();
+        cancels.as_array().is_some_and(|a| !a.is_empty())
+    });
+    assert_eq!(cancels.as_array().map(Vec::len), Some(1), "{cancels}");
+    // A timeout on the same connection leaves it usable.
+    let e = c
+        .call_tool_with(
+            "slow",
+            json!({"seconds": 30}),
+            &CallOptions::new().timeout(Duration::from_millis(300)),
+        )
+        .unwrap_err();
+    assert!(matches!(e, McpError::CallTimeout { .. }), "{e:?}");
+    assert_eq!(
+        text(c.call_tool("echo", json!({"text": "still"})).unwrap()),
+        "still"
+    );
+
+    // close() ends the stream at once: the server sees it closed.
+    assert_eq!(state(&server)["streams_open"], 1);
+    c.close().unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || state(&server)["streams_open"]
+            == 0),
+        "the stream is closed"
+    );
+    assert!(matches!(
+        c.call_tool("echo", json!({"text": "x"})),
+        Err(McpError::Disconnected { .. })
+    ));
+}
+
+#[test]
+fn a_dropped_stream_fails_the_call_at_once() {
+    let server = bundled("normal");
+    let c = McpSseServer::connect(
+        &sse_config("sse-drop", server.port),
+        test_options().call_timeout(Duration::from_secs(60)),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    match c.call_tool("drop", json!({})) {
+        Err(McpError::Disconnected { reason, .. }) => {
+            assert!(reason.contains("event stream ended"), "{reason}")
+        }
+        other => panic!("expected Disconnected, got {other:?}"),
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "not the call timeout"
+    );
+    assert!(!c.is_connected());
+    c.close().unwrap();
+}
+
+#[test]
+fn an_endpoint_on_another_origin_is_refused() {
+    let server = bundled("foreign_endpoint");
+    let e =
+        McpSseServer::connect(&sse_config("sse-evil", server.port), test_options()).unwrap_err();
+    let shown = e.to_string();
+    assert!(
+        shown.contains("evil.example") && shown.contains("origin"),
+        "{shown}"
+    );
+    assert_eq!(state(&server)["posts"], 0, "nothing was posted anywhere");
+}
+
+#[test]
+fn a_stream_without_an_endpoint_and_a_non_sse_answer_are_bounded_errors() {
+    let server = bundled("no_endpoint");
+    let t0 = Instant::now();
+    let opts = test_options().start_timeout(Duration::from_secs(2));
+    let e = McpSseServer::connect(&sse_config("sse-mute", server.port), opts).unwrap_err();
+    assert!(t0.elapsed() < Duration::from_secs(10), "bounded");
+    assert!(e.to_string().contains("no endpoint event"), "{e}");
+    assert!(
+        eventually(Duration::from_secs(5), || state(&server)["streams_open"]
+            == 0),
+        "the stream was closed"
+    );
+
+    let server = bundled("not_sse");
+    let e =
+        McpSseServer::connect(&sse_config("sse-json", server.port), test_options()).unwrap_err();
+    assert!(e.to_string().contains("not an event stream"), "{e}");
+}
