@@ -6,7 +6,7 @@ Usage: python3 scripts/sse_mcp_server.py [--port N] [--mode MODE]
 GET /sse opens the event stream: its first event is `endpoint` with data `/messages?session=<id>`,
 then every response, notification and server request of that session is a `message` event.
 POST /messages?session=<id> takes one JSON-RPC message and answers 202 Accepted. Anything else: 404.
-(POST /mcp answers 405, as a server without Streamable HTTP does.) Once it accepts connections it
+(POST /mcp and POST /sse answer 405, as a server without Streamable HTTP does.) Once it accepts connections it
 prints exactly one line `READY <port>` to stdout; it runs until killed.
 
 Modes:
@@ -23,7 +23,8 @@ Tools (initialize answers protocolVersion 2024-11-05):
   slow {seconds}    answers after `seconds` unless cancelled (notifications/cancelled)
   drop              ends the event stream without answering
   cancels           JSON list of the request ids the client cancelled
-GET /_state: {"streams_open": n, "streams_closed": n, "posts": n}
+GET /_state: {"streams_open": n, "streams_closed": n, "posts": n, "refused_posts": n (POSTs to any
+other path, e.g. a Streamable HTTP attempt at /sse)}
 """
 
 import argparse
@@ -39,7 +40,7 @@ from urllib.parse import parse_qs, urlsplit
 LOCK = threading.Lock()
 SESSIONS = {}  # id -> queue.Queue of (bytes or None to end)
 WAITS = {}  # server request id -> [Event, message]
-STATE = {"streams_open": 0, "streams_closed": 0, "posts": 0, "cancels": []}
+STATE = {"streams_open": 0, "streams_closed": 0, "posts": 0, "refused_posts": 0, "cancels": []}
 CANCELLED = {}  # (session, request id) -> Event
 MODE = "normal"
 
@@ -195,9 +196,11 @@ class Handler(BaseHTTPRequestHandler):
         u = urlsplit(self.path)
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n)
-        if u.path == "/mcp":
-            return self.send_plain(405, b"method not allowed")
         if u.path != "/messages":
+            with LOCK:
+                STATE["refused_posts"] += 1
+            if u.path in ("/mcp", "/sse"):
+                return self.send_plain(405, b"method not allowed")
             return self.send_plain(404, b"not found")
         session = (parse_qs(u.query).get("session") or [""])[0]
         if session not in SESSIONS:

@@ -174,6 +174,24 @@ impl McpServerConfig {
         }
     }
 
+    /// An HTTP+SSE configuration (MCP 2024-11-05) for the event stream
+    /// at `url`.
+    pub fn sse(name: impl Into<String>, url: impl Into<String>) -> Self {
+        McpServerConfig {
+            name: name.into(),
+            transport: McpTransport::Sse,
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: Some(url.into()),
+            api_key: None,
+            description: None,
+            friendly_name: None,
+            enabled: true,
+        }
+    }
+
     /// Adds an environment variable (stdio); the value may contain `${VAR}`.
     pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());

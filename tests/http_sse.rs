@@ -16,8 +16,8 @@ use skald_mcp::{
 };
 
 fn sse_config(name: &str, port: u16) -> McpServerConfig {
-    let mut cfg = McpServerConfig::http(name, format!("http://127.0.0.1:{port}/sse"));
-    cfg.transport = McpTransport::Sse;
+    let cfg = McpServerConfig::sse(name, format!("http://127.0.0.1:{port}/sse"));
+    assert_eq!(cfg.transport, McpTransport::Sse);
     cfg
 }
 
@@ -228,4 +228,79 @@ fn a_stream_without_an_endpoint_and_a_non_sse_answer_are_bounded_errors() {
     let e =
         McpSseServer::connect(&sse_config("sse-json", server.port), test_options()).unwrap_err();
     assert!(e.to_string().contains("not an event stream"), "{e}");
+}
+
+/// Transport `http` at an HTTP+SSE server: Streamable HTTP is refused
+/// (`405`), the client falls back to HTTP+SSE at the same URL, says so in
+/// the log channel, and remembers the URL so the next connection goes
+/// there at once; the manager does the same.
+#[test]
+fn http_falls_back_to_sse_and_remembers_it() {
+    let server = bundled("normal");
+    let url = format!("http://127.0.0.1:{}/sse", server.port);
+    let (ltx, lrx) = crossbeam_channel::unbounded();
+    let c = connect(
+        &McpServerConfig::http("fallback", &url),
+        test_options().logs(ltx),
+    )
+    .unwrap();
+    assert_eq!(
+        text(c.call_tool("echo", json!({"text": "via SSE"})).unwrap()),
+        "via SSE"
+    );
+    let lines: Vec<String> = lrx.try_iter().map(|l| l.text).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("trying the HTTP+SSE transport")),
+        "{lines:?}"
+    );
+    c.close().unwrap();
+    let refused = state(&server)["refused_posts"].as_u64().unwrap();
+    assert!(refused >= 1, "Streamable HTTP was tried first");
+    let again = connect(&McpServerConfig::http("fallback", &url), test_options()).unwrap();
+    assert_eq!(
+        text(again.call_tool("echo", json!({"text": "x"})).unwrap()),
+        "x"
+    );
+    again.close().unwrap();
+    assert_eq!(
+        state(&server)["refused_posts"].as_u64().unwrap(),
+        refused,
+        "the second connection went to HTTP+SSE at once"
+    );
+
+    // The manager, with a URL it has not seen yet.
+    let other = bundled("normal");
+    let dir = std::env::temp_dir().join(format!("skald-sse-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut mc = skald_mcp::manager::ManagerConfig::in_dir(&dir);
+    mc.client = test_options();
+    let m = skald_mcp::manager::McpManager::open(mc).unwrap();
+    m.register(McpServerConfig::http(
+        "old",
+        format!("http://127.0.0.1:{}/sse", other.port),
+    ))
+    .unwrap();
+    let r = m
+        .call("mcp__old__echo", json!({"text": "managed"}))
+        .unwrap();
+    assert_eq!(r.to_wire(), "managed");
+    m.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Neither transport: the error names both attempts.
+#[test]
+fn an_error_names_both_attempts_when_neither_works() {
+    let server = bundled("normal");
+    let cfg = McpServerConfig::http("nothing", format!("http://127.0.0.1:{}/nope", server.port));
+    let Err(e) = connect(&cfg, test_options()) else {
+        panic!("connected to nothing");
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains("Streamable HTTP") && e.contains("HTTP+SSE") && e.contains("404"),
+        "{e}"
+    );
 }

@@ -451,9 +451,8 @@ impl Outbound for SseOutbound {
 /// HTTP is refused, see [`connect`](crate::connect)).
 ///
 /// ```no_run
-/// use skald_mcp::{ClientOptions, McpServerClient, McpServerConfig, McpSseServer, McpTransport};
-/// let mut cfg = McpServerConfig::http("old", "http://127.0.0.1:8000/sse");
-/// cfg.transport = McpTransport::Sse;
+/// use skald_mcp::{ClientOptions, McpServerClient, McpServerConfig, McpSseServer};
+/// let cfg = McpServerConfig::sse("old", "http://127.0.0.1:8000/sse");
 /// let server = McpSseServer::connect(&cfg, ClientOptions::default())?;
 /// for tool in server.list_tools()? {
 ///     println!("{}", tool.name);

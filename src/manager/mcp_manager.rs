@@ -946,6 +946,7 @@ impl Inner {
                 .flatten()
                 .map(|(era, _)| era);
         }
+        let fallback_options = options.clone();
         let made = crate::connect::connect_lazy(cfg, options);
         let client = match made {
             Ok(c) => c,
@@ -959,6 +960,28 @@ impl Inner {
         let outcome = client
             .initialize()
             .and_then(|info| client.list_tools_shared().map(|t| (info, t.len())));
+        // Streamable HTTP refused: the spec's fallback to HTTP+SSE.
+        let (client, outcome) = match outcome {
+            Err(e)
+                if cfg.transport == McpTransport::Http
+                    && crate::connect::wants_sse_fallback(&e)
+                    && !self.closed.load(Ordering::Acquire) =>
+            {
+                let _ = client.close();
+                match crate::connect::sse_fallback(cfg, fallback_options, &e) {
+                    Ok(s) => {
+                        let s: Arc<dyn McpServerClient> = Arc::new(s);
+                        self.with_slot(&cfg.name, |slot| slot.connecting = Some(Arc::clone(&s)));
+                        let o = s
+                            .initialize()
+                            .and_then(|info| s.list_tools_shared().map(|t| (info, t.len())));
+                        (s, o)
+                    }
+                    Err(e2) => (client, Err(e2)),
+                }
+            }
+            other => (client, other),
+        };
         self.with_slot(&cfg.name, |s| s.connecting = None);
         match outcome {
             Ok((info, n)) if !self.closed.load(Ordering::Acquire) => {

@@ -76,7 +76,9 @@ fn store_opens_a_database_at_every_earlier_version() {
             assert_eq!(old.args, ["s.py"]);
             assert_eq!(old.env.get("K").map(String::as_str), Some("${V}"));
             let legacy = store.get_server("legacy").unwrap().unwrap();
-            assert_eq!(legacy.transport, crate::McpTransport::Http);
+            // 'sse' once was an alias of 'http'; it now names the HTTP+SSE
+            // transport, which is what such a row's server speaks.
+            assert_eq!(legacy.transport, crate::McpTransport::Sse);
             let pending = store.pending_events(10).unwrap();
             assert_eq!(pending.len(), 1);
             assert_eq!(pending[0].params, json!({"a": 1}));
