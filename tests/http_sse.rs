@@ -276,6 +276,8 @@ fn http_falls_back_to_sse_and_remembers_it() {
     let _ = std::fs::remove_dir_all(&dir);
     let mut mc = skald_mcp::manager::ManagerConfig::in_dir(&dir);
     mc.client = test_options();
+    mc.restart.enabled = true;
+    mc.restart.initial_backoff = Duration::from_millis(50);
     let m = skald_mcp::manager::McpManager::open(mc).unwrap();
     m.register(McpServerConfig::http(
         "old",
@@ -286,6 +288,19 @@ fn http_falls_back_to_sse_and_remembers_it() {
         .call("mcp__old__echo", json!({"text": "managed"}))
         .unwrap();
     assert_eq!(r.to_wire(), "managed");
+    // The stream drops: the call fails at once and the manager reconnects
+    // (a new stream, a new session) with its restart policy.
+    assert!(matches!(
+        m.call("mcp__old__drop", json!({})),
+        Err(McpError::Disconnected { .. })
+    ));
+    assert!(
+        eventually(Duration::from_secs(20), || m
+            .call("mcp__old__echo", json!({"text": "back"}))
+            .is_ok_and(|r| r.to_wire() == "back")),
+        "the manager reconnected"
+    );
+    assert!(state(&other)["streams_closed"].as_u64().unwrap() >= 1);
     m.close().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,8 +9,9 @@
 //! * `mcp-<name>-sse`: holds the event stream and hands each message to
 //!   the connection. When the stream ends the connection is dead: the
 //!   transport ties the server's session to the stream, so the calls in
-//!   flight fail at once with [`McpError::Disconnected`] (a new connection,
-//!   e.g. the manager's, starts a new session).
+//!   flight fail at once with [`McpError::Disconnected`], and the manager
+//!   (told as it is of a crashed stdio server) reconnects with its restart
+//!   policy, which starts a new session.
 //! * `mcp-<name>-notify`: short-lived, for a `notifications/cancelled` sent
 //!   while a call is abandoned.
 //!
@@ -284,7 +285,16 @@ impl Shared {
         if !self.closing.load(Ordering::Acquire) {
             self.lifecycle(format!("HTTP+SSE stream ended: {why}"));
             if let Some(p) = self.peer() {
-                p.fail_all(&format!("the HTTP+SSE event stream ended: {why}"));
+                let reason = format!("the HTTP+SSE event stream ended: {why}");
+                p.fail_all(&reason);
+                // The session went with the stream: whoever supervises
+                // the connection (the manager) starts a new one.
+                if let Some(tx) = &p.opts.disconnects {
+                    let _ = tx.try_send(crate::client::Disconnect {
+                        server: self.name.clone(),
+                        reason,
+                    });
+                }
             }
         }
     }

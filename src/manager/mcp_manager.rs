@@ -30,7 +30,9 @@ use crate::manager::naming::{self, parse_mcp_tool_name};
 use crate::manager::ToolResult;
 use crate::store::{Store, StoreConfig, StoreHandle};
 
-/// Whether and how a stdio server that exits unexpectedly is restarted.
+/// Whether and how a server whose connection ends unexpectedly is
+/// restarted: a stdio server that exits, an HTTP+SSE server whose event
+/// stream (and with it the session) ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RestartPolicy {
     /// Off by default (tests want crashes to stay visible).
@@ -84,7 +86,7 @@ pub struct ManagerConfig {
     /// Tool-group names the embedder reserves for its own tools (e.g.
     /// `config`); they cannot be server names.
     pub reserved_groups: Vec<String>,
-    /// Restarting crashed stdio servers.
+    /// Restarting crashed stdio servers and dropped HTTP+SSE sessions.
     pub restart: RestartPolicy,
     /// An inbox every server's questions go to (it replaces
     /// `client.elicitation`): for hosts whose user answers elsewhere. Set it
