@@ -71,6 +71,7 @@ responses get 202. Tools (tools/call), each a different behaviour:
                          connection is reset (RST)
   endless_sse            an SSE stream that never answers: a keep-alive comment every 50 ms
                          until the client goes away
+  endless_closed         how many endless_sse streams the client went away from
   huge_header {bytes}    a JSON answer with one response header of that many bytes
   notify_get {n}         queues, for the GET stream: notifications/custom {n}, a log notification,
                          and a `ping` request with id "srv-<n>"; answers "queued"
@@ -344,7 +345,7 @@ class Handler(BaseHTTPRequestHandler):
             names = ["echo", "sse_echo", "expire", "expire_forever", "drop_resumable", "drop_unresumable",
                      "garbage", "garbage_only", "slow", "html", "error500", "bad_json", "huge", "huge_sse",
                      "accepted", "notify_get", "auth_echo", "auth_echo_at", "set_busy", "busy", "reset_json",
-                     "endless_sse",
+                     "endless_sse", "endless_closed",
                      "huge_header"]
             tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
             tools.append({"name": "task_tool", "inputSchema": {"type": "object"},
@@ -490,7 +491,12 @@ class Handler(BaseHTTPRequestHandler):
                     self.chunk(b": still thinking\r\n")
                     time.sleep(0.05)
             except OSError:
+                with LOCK:
+                    STATE["endless_closed"] = STATE.get("endless_closed", 0) + 1
                 self.close_connection = True
+        elif name == "endless_closed":
+            with LOCK:
+                self.send_json(reply(str(STATE.get("endless_closed", 0))))
         elif name == "huge_header":
             size = int(args.get("bytes", 1 << 20))
             self.send_json(reply("with a huge header"), headers={"X-Huge": "h" * size})

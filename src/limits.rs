@@ -212,6 +212,11 @@ pub const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`McpError::Backpressure`](crate::McpError::Backpressure).
 pub const HTTP_MAX_CONCURRENT_POSTS: usize = 64;
 
+/// How long a POST thread of a Streamable HTTP connection waits for the
+/// next request before it ends (requests reuse idle threads instead of
+/// starting one each).
+pub const HTTP_POST_THREAD_IDLE: Duration = Duration::from_secs(30);
+
 /// How long the GET listening stream may stay silent (no byte at all, not
 /// even a keep-alive comment) before it is reopened.
 pub const HTTP_LISTEN_IDLE_TIMEOUT: Duration = Duration::from_secs(60);

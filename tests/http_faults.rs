@@ -188,17 +188,26 @@ fn a_never_ending_stream_times_out_and_its_thread_ends() {
     assert!(matches!(e, McpError::CallTimeout { .. }), "{e:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
     // The POST thread stops reading the stream even though bytes keep
-    // coming (keep-alive comments, never an event).
+    // coming (keep-alive comments, never an event): the server sees the
+    // client go away.
     assert!(
-        eventually(Duration::from_secs(10), || threads_named("mcp-he-post")
-            == 0),
+        eventually(Duration::from_secs(10), || text(
+            c.call_tool("endless_closed", json!({})).unwrap()
+        ) == "1"),
         "the POST thread kept reading a stream nobody waits for"
     );
     assert_eq!(
         text(c.call_tool("echo", json!({"text": "ok"})).unwrap()),
         "ok"
     );
+    assert!(
+        threads_named("mcp-he-post") >= 1,
+        "the POST threads are kept"
+    );
+    // close() interrupts what they read and joins them.
     c.close().unwrap();
+    assert_eq!(threads_named("mcp-he-post"), 0);
+    assert_eq!(threads_named("mcp-he-listen"), 0);
 }
 
 #[test]

@@ -5,8 +5,10 @@
 //!
 //! Threads, all named after the server:
 //!
-//! * `mcp-<name>-post`: one per request in flight (at most
-//!   [`HTTP_MAX_CONCURRENT_POSTS`]). It posts the request and reads the
+//! * `mcp-<name>-post`: a pool of long-lived threads, one per request in
+//!   flight (at most [`HTTP_MAX_CONCURRENT_POSTS`]); a request goes to an
+//!   idle one, so it costs no thread start, and a thread idle for
+//!   [`HTTP_POST_THREAD_IDLE`] ends. It posts the request and reads the
 //!   answer incrementally, handing each message to the connection as it
 //!   arrives, so progress and log notifications reach the waiting caller
 //!   mid-call. It ends when the response was seen (or the caller gave up);
@@ -50,12 +52,11 @@
 //! [`HTTP_LISTEN_IDLE_TIMEOUT`] of silence, after which it is reopened.
 //! Notifications, replies and the `DELETE` have an overall timeout.
 //!
-//! A blocked read cannot be interrupted from another thread, so `close()`
-//! waits (up to [`HTTP_CLOSE_TIMEOUT`]) for the listening thread only when
-//! its `DELETE` ended the session, which ends the server's streams; a POST
-//! or listening thread still reading after that finishes on its own at its
-//! next event or read timeout, seeing the connection closed. Dropping the
-//! client waits for nothing: the `DELETE` is sent from a short-lived thread.
+//! `close()` sends the `DELETE`, then interrupts every read still in
+//! flight (ureq's `Agent::shutdown`) and joins the listening thread (up to
+//! [`HTTP_CLOSE_TIMEOUT`]) and the POST threads: when it returns, none of
+//! the connection's threads runs. Dropping the client waits for nothing:
+//! the `DELETE` and the interruption are done by a short-lived thread.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,8 +76,8 @@ use crate::error::{McpError, Result};
 use crate::limits::{
     HTTP_CLOSE_TIMEOUT, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_LISTEN_IDLE_TIMEOUT,
     HTTP_LISTEN_READY_WAIT, HTTP_MAX_CONCURRENT_POSTS, HTTP_MAX_RETRIES, HTTP_NOTIFY_TIMEOUT,
-    HTTP_RETRY_DEFAULT, HTTP_RETRY_MAX_WAIT, HTTP_THREAD_STACK, SSE_DEFAULT_RETRY,
-    SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
+    HTTP_POST_THREAD_IDLE, HTTP_RETRY_DEFAULT, HTTP_RETRY_MAX_WAIT, HTTP_THREAD_STACK,
+    SSE_DEFAULT_RETRY, SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
 use crate::sse::{SseError, SseReader, SseStep};
@@ -147,6 +148,8 @@ struct Shared {
     recovery: Mutex<()>,
     /// A pool of [`HTTP_MAX_CONCURRENT_POSTS`] request slots.
     permits: (Sender<()>, Receiver<()>),
+    /// The long-lived POST threads that run the requests.
+    posters: PostPool,
     closing: AtomicBool,
     /// Dropped on close, which wakes every wait of the threads at once.
     shutdown_tx: Mutex<Option<Sender<()>>>,
@@ -158,6 +161,35 @@ struct Shared {
     /// The least per-read timeout of a response stream: while an elicitation
     /// may be pending the server may legitimately stay silent that long.
     stream_read_floor: Duration,
+}
+
+/// The POST threads: a request is handed to an idle one, and a new one is
+/// started only when none is idle, so a request costs no thread start in
+/// the steady state. A thread idle for [`HTTP_POST_THREAD_IDLE`] ends, so
+/// a burst leaves no crowd of threads behind; at most
+/// [`HTTP_MAX_CONCURRENT_POSTS`] + [`POST_POOL_SPARE`] run.
+struct PostPool {
+    jobs: (Sender<PostWork>, Receiver<PostWork>),
+    /// Threads waiting for a job.
+    idle: std::sync::atomic::AtomicUsize,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A request and the slot it holds (none for `initialize`).
+type PostWork = (Option<Permit>, Job);
+
+/// Threads beyond the request slots: `initialize` (session recovery) takes
+/// no slot, and must find a thread while every slot's request waits for it.
+const POST_POOL_SPARE: usize = 4;
+
+impl PostPool {
+    fn new() -> PostPool {
+        PostPool {
+            jobs: crossbeam_channel::unbounded(),
+            idle: std::sync::atomic::AtomicUsize::new(0),
+            threads: Mutex::new(Vec::new()),
+        }
+    }
 }
 
 /// A request handed to a POST thread.
@@ -591,23 +623,61 @@ impl Shared {
             timeout: deadline.saturating_duration_since(Instant::now()),
             modern,
         };
-        let shared = Arc::clone(self);
-        crate::threads::spawn(
-            format!("mcp-{}-post", self.name),
-            HTTP_THREAD_STACK,
-            move || {
-                let _permit = permit;
-                shared.run_request(&peer, job);
-            },
-        )
-        .map(|_| ())
-        .map_err(|e| {
+        drop(peer);
+        self.submit(permit, job).map_err(|e| {
             SendFailure::Error(self.http_err(
                 Some(method),
                 None,
                 format!("cannot start a POST thread: {e}"),
             ))
         })
+    }
+
+    /// Hands `job` to an idle POST thread, starting one when none is idle.
+    fn submit(self: &Arc<Self>, permit: Option<Permit>, job: Job) -> std::io::Result<()> {
+        let pool = &self.posters;
+        let _ = pool.jobs.0.send((permit, job));
+        if pool.idle.load(Ordering::Acquire) > 0 {
+            return Ok(());
+        }
+        let mut threads = pool.threads.lock();
+        threads.retain(|t| !t.is_finished());
+        if threads.len() >= HTTP_MAX_CONCURRENT_POSTS + POST_POOL_SPARE {
+            // Every thread is busy: the job waits for the first to finish.
+            return Ok(());
+        }
+        let shared = Arc::clone(self);
+        let h = crate::threads::spawn(
+            format!("mcp-{}-post", self.name),
+            HTTP_THREAD_STACK,
+            move || shared.post_thread(),
+        )?;
+        threads.push(h);
+        Ok(())
+    }
+
+    /// A POST thread: runs jobs until it was idle for
+    /// [`HTTP_POST_THREAD_IDLE`] or the connection closes.
+    fn post_thread(&self) {
+        let pool = &self.posters;
+        loop {
+            pool.idle.fetch_add(1, Ordering::AcqRel);
+            let got = crossbeam_channel::select! {
+                recv(pool.jobs.1) -> w => w.ok(),
+                recv(self.shutdown_rx) -> _ => None,
+                default(HTTP_POST_THREAD_IDLE) => None,
+            };
+            pool.idle.fetch_sub(1, Ordering::AcqRel);
+            // A job sent while this thread was timing out counted it as
+            // idle and started no thread: take it before leaving.
+            let got = got.or_else(|| pool.jobs.1.try_recv().ok());
+            let Some((permit, job)) = got else { return };
+            let _permit = permit;
+            match self.peer() {
+                Some(peer) => self.run_request(&peer, job),
+                None => return,
+            }
+        }
     }
 
     /// RFC 9449 §9: a resource sends a (new) DPoP nonce in the `DPoP-Nonce`
@@ -1345,6 +1415,7 @@ impl McpHttpServer {
             session_changed: bounded(1),
             recovery: Mutex::new(()),
             permits,
+            posters: PostPool::new(),
             closing: AtomicBool::new(false),
             shutdown_tx: Mutex::new(Some(shutdown_tx)),
             shutdown_rx,
@@ -1415,35 +1486,39 @@ impl McpHttpServer {
                 HTTP_THREAD_STACK,
                 move || {
                     shared.delete_session();
+                    // Then every read still blocked (the GET stream, a POST
+                    // thread's response) fails at once.
+                    shared.agent.clone().shutdown();
                 },
             );
             return;
         }
-        // A successful DELETE also ends the server's streams, which lets the
-        // listening thread finish; otherwise it is not waited for (a blocked
-        // read cannot be interrupted) and ends at its next event or read
-        // timeout, seeing the connection closed.
         let outcome = self.shared.delete_session();
-        let ended = matches!(outcome, Some((true, _)));
+        // Interrupts every read and request of the connection's agent still
+        // in flight (ureq's `Agent::shutdown`): the GET listener and the
+        // POST threads see their read fail and finish, so they can be
+        // joined here instead of left to end at their next read timeout.
+        self.shared.agent.clone().shutdown();
         let (handle, done) = {
             let mut l = self.shared.listener.lock();
             (l.handle.take(), l.done.take())
         };
         if let (Some(h), Some(done)) = (handle, done) {
-            let wait = if ended {
-                HTTP_CLOSE_TIMEOUT
-            } else {
-                Duration::ZERO
-            };
-            match done.recv_timeout(wait) {
+            match done.recv_timeout(HTTP_CLOSE_TIMEOUT) {
                 Err(RecvTimeoutError::Disconnected) => {
                     let _ = h.join();
                 }
-                _ => ::log::debug!(
+                _ => ::log::warn!(
                     target: "mcp_client",
-                    "[{}] the GET listener is still reading; detaching it",
+                    "[{}] the GET listener did not finish within {HTTP_CLOSE_TIMEOUT:?}; detaching it",
                     self.shared.name
                 ),
+            }
+        }
+        let posters: Vec<JoinHandle<()>> = self.shared.posters.threads.lock().drain(..).collect();
+        for h in posters {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
             }
         }
         self.peer.lifecycle(match outcome {
