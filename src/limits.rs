@@ -243,6 +243,11 @@ pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 
+/// How many process-wide threads start stdio servers (they never exit, so
+/// that the kernel's parent-death signal of every child stays armed; see
+/// `stdio`). Starts beyond this many at once wait for a free one.
+pub const SPAWNER_THREADS: usize = 4;
+
 /// How long an HTTP+SSE server (2024-11-05) may take to name its endpoint
 /// (the first event of its stream) before the connection fails.
 pub const SSE_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -323,11 +323,13 @@ fn signal_group(pid: u32, sig: libc::c_int) {
 /// (`PR_SET_PDEATHSIG`), so a host that is itself SIGKILLed does not leave
 /// its servers behind. The kernel sends that signal when the *thread* that
 /// created the child exits, not the process, so children are created by one
-/// process-wide thread that never exits (`skald-mcp-spawner`) rather than by
-/// the caller's thread, which may be
-/// short-lived (the manager connects from threads of its own). Only the
-/// direct child is covered: grandchildren in its group are killed by
-/// `close()`/`Drop`, not by the kernel.
+/// few process-wide threads that never exit (`skald-mcp-spawner`,
+/// [`SPAWNER_THREADS`](crate::limits::SPAWNER_THREADS) of them, so that
+/// fifty servers started at once do not queue behind one `vfork`+`exec`)
+/// rather than by the caller's thread, which may be short-lived (the
+/// manager connects from threads of its own). Only the direct child is
+/// covered: grandchildren in its group are killed by `close()`/`Drop`, not
+/// by the kernel.
 mod spawner {
     use std::io;
     use std::sync::OnceLock;
@@ -341,9 +343,9 @@ mod spawner {
         reply: Sender<io::Result<Spawned>>,
     }
 
-    /// `None` when the spawner thread could not be started: children are
-    /// then started by the caller's thread (their death signal then follows
-    /// that thread).
+    /// `None` when no spawner thread could be started: children are then
+    /// started by the caller's thread (their death signal then follows that
+    /// thread).
     static SPAWNER: OnceLock<Option<Sender<Request>>> = OnceLock::new();
 
     pub(super) fn spawn(spec: Spec) -> io::Result<Spawned> {
@@ -352,19 +354,25 @@ mod spawner {
         }
         let tx = SPAWNER.get_or_init(|| {
             let (tx, rx) = unbounded::<Request>();
-            // The sender lives in a static: this loop never ends, so the
-            // thread never exits before the process does.
-            crate::threads::spawn(
-                "skald-mcp-spawner".into(),
-                crate::limits::IO_THREAD_STACK,
-                move || {
-                    for req in rx {
-                        let _ = req.reply.send(spawn::spawn(&req.spec));
-                    }
-                },
-            )
-            .ok()
-            .map(|_| tx)
+            // The sender lives in a static: these loops never end, so the
+            // threads never exit before the process does. They share one
+            // queue: each start goes to whichever is free.
+            let started = (0..crate::limits::SPAWNER_THREADS.max(1))
+                .filter(|_| {
+                    let rx = rx.clone();
+                    crate::threads::spawn(
+                        "skald-mcp-spawner".into(),
+                        crate::limits::IO_THREAD_STACK,
+                        move || {
+                            for req in rx {
+                                let _ = req.reply.send(spawn::spawn(&req.spec));
+                            }
+                        },
+                    )
+                    .is_ok()
+                })
+                .count();
+            (started > 0).then_some(tx)
         });
         let Some(tx) = tx else {
             return spawn::spawn(&spec);
