@@ -34,17 +34,18 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 use serde_json::Value;
-use ureq::http::HeaderValue;
 use ureq::{Agent, Body};
 
-use super::{is_timeout, media_type, quote_redacted, status_text};
+use super::{
+    bearer_header, connection_agent, is_timeout, media_type, quote_redacted, read_to_quote,
+    status_text,
+};
 use crate::client::ClientOptions;
 use crate::config::{shown_url, McpServerConfig, McpTransport};
 use crate::era::EraPreference;
 use crate::error::{McpError, Result};
 use crate::limits::{
-    HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_LIMIT, HTTP_NOTIFY_TIMEOUT, HTTP_THREAD_STACK,
-    SSE_ENDPOINT_TIMEOUT,
+    HTTP_ERROR_BODY_LIMIT, HTTP_NOTIFY_TIMEOUT, HTTP_THREAD_STACK, SSE_ENDPOINT_TIMEOUT,
 };
 use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
 use crate::sse::{SseError, SseReader};
@@ -115,14 +116,12 @@ impl Shared {
 
     /// A short excerpt of an error body, the api key redacted.
     fn quote_body(&self, body: Body) -> String {
-        use std::io::Read;
-        let mut buf = Vec::new();
-        let extra = self.secrets().iter().map(String::len).max().unwrap_or(0);
-        let _ = body
-            .into_reader()
-            .take((HTTP_ERROR_BODY_LIMIT + extra) as u64)
-            .read_to_end(&mut buf);
-        quote_redacted(&buf, &self.secrets(), HTTP_ERROR_BODY_LIMIT)
+        let secrets = self.secrets();
+        quote_redacted(
+            &read_to_quote(body, &secrets),
+            &secrets,
+            HTTP_ERROR_BODY_LIMIT,
+        )
     }
 
     /// The endpoint, opening the stream first when it is not open yet
@@ -547,29 +546,10 @@ impl McpSseServer {
             ));
         }
         let url = config.url.clone().unwrap_or_default();
-        let auth = match config.resolved_api_key()? {
-            Some(k) => {
-                let value = format!("Bearer {k}");
-                if HeaderValue::from_str(&value).is_err() {
-                    return Err(config_err(
-                        "api_key contains characters that cannot be sent in an HTTP header".into(),
-                    ));
-                }
-                Some(value)
-            }
-            None => None,
-        };
-        let agent: Agent = Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
-            .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
-            .timeout_per_write(Some(options.call_timeout))
-            .user_agent(format!(
-                "{}/{}",
-                options.client_name, options.client_version
-            ))
-            .build()
-            .new_agent();
+        let auth = bearer_header(config)?;
+        // No per-read timeout: the event stream may stay silent between
+        // events for as long as the server likes.
+        let agent = connection_agent(&options, None);
         let shared = Arc::new(Shared {
             name: name.clone(),
             shown_url: shown_url(&url),

@@ -304,6 +304,54 @@ fn text_excerpt(bytes: &[u8]) -> String {
     }
 }
 
+/// `Bearer <api_key>` of `config`, refused when the key cannot be sent in
+/// an HTTP header.
+fn bearer_header(config: &McpServerConfig) -> Result<Option<String>> {
+    let Some(k) = config.resolved_api_key()? else {
+        return Ok(None);
+    };
+    let value = format!("Bearer {k}");
+    if HeaderValue::from_str(&value).is_err() {
+        return Err(McpError::Config {
+            server: config.name.clone(),
+            message: "api_key contains characters that cannot be sent in an HTTP header".into(),
+        });
+    }
+    Ok(Some(value))
+}
+
+/// The agent of one connection: statuses are answers, not errors; name
+/// resolution and connecting bounded by [`HTTP_CONNECT_TIMEOUT`], writes by
+/// the call timeout, reads by `per_read` (`None`: an event stream, which
+/// may stay silent between events as long as it likes).
+fn connection_agent(options: &ClientOptions, per_read: Option<Duration>) -> Agent {
+    Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
+        .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
+        .timeout_per_read(per_read)
+        .timeout_per_write(Some(options.call_timeout))
+        .user_agent(format!(
+            "{}/{}",
+            options.client_name, options.client_version
+        ))
+        .build()
+        .new_agent()
+}
+
+/// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body to quote, plus
+/// as many as the longest secret has, so that a secret starting before the
+/// limit is read whole and can be redacted.
+fn read_to_quote(body: Body, secrets: &[String]) -> Vec<u8> {
+    let extra = secrets.iter().map(String::len).max().unwrap_or(0);
+    let mut buf = Vec::new();
+    let _ = body
+        .into_reader()
+        .take((HTTP_ERROR_BODY_LIMIT + extra) as u64)
+        .read_to_end(&mut buf);
+    buf
+}
+
 /// A short excerpt of at most `limit` bytes of `bytes` with every secret
 /// replaced: first in all of `bytes`, and only then cut, so that a secret
 /// straddling the cut is not half quoted.
@@ -426,13 +474,7 @@ impl Shared {
     /// plus as many as the longest secret has, so that a secret starting
     /// before the limit is read whole and can be redacted.
     fn read_to_quote(&self, body: Body) -> Vec<u8> {
-        let extra = self.secrets().iter().map(String::len).max().unwrap_or(0);
-        let mut buf = Vec::new();
-        let _ = body
-            .into_reader()
-            .take((HTTP_ERROR_BODY_LIMIT + extra) as u64)
-            .read_to_end(&mut buf);
-        buf
+        read_to_quote(body, &self.secrets())
     }
 
     /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body and quotes
@@ -1362,37 +1404,12 @@ impl McpHttpServer {
         }
         let name = config.name.clone();
         let url = config.url.clone().unwrap_or_default();
-        let auth = match config.resolved_api_key()? {
-            Some(k) => {
-                let value = format!("Bearer {k}");
-                if HeaderValue::from_str(&value).is_err() {
-                    return Err(McpError::Config {
-                        server: name,
-                        message:
-                            "api_key contains characters that cannot be sent in an HTTP header"
-                                .into(),
-                    });
-                }
-                Some(value)
-            }
-            None => None,
-        };
+        let auth = bearer_header(config)?;
         let oauth = options
             .oauth
             .clone()
             .map(|o| Arc::new(crate::auth::OAuthClient::new(&name, &url, o)));
-        let agent: Agent = Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
-            .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
-            .timeout_per_read(Some(options.call_timeout))
-            .timeout_per_write(Some(options.call_timeout))
-            .user_agent(format!(
-                "{}/{}",
-                options.client_name, options.client_version
-            ))
-            .build()
-            .new_agent();
+        let agent = connection_agent(&options, Some(options.call_timeout));
         let permits = bounded(HTTP_MAX_CONCURRENT_POSTS);
         for _ in 0..HTTP_MAX_CONCURRENT_POSTS {
             let _ = permits.0.try_send(());
