@@ -5,10 +5,12 @@
 //! ends), and a huge response header. Every failure is a typed error that
 //! arrives well before the call timeout; the connection stays usable.
 
+mod common;
 mod http_support;
 
 use std::time::{Duration, Instant};
 
+use common::eventually;
 use http_support::*;
 use serde_json::json;
 use skald_mcp::{
@@ -44,19 +46,6 @@ fn threads_named(name: &str) -> usize {
                 .count()
         })
         .unwrap_or(0)
-}
-
-/// Polls `cond` (something no channel can report, e.g. a thread of the
-/// library ending) for at most `limit`.
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
 }
 
 #[test]

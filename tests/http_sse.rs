@@ -4,10 +4,12 @@
 //! stream, an endpoint on another origin, a stream that never names its
 //! endpoint, and `close()` ending the stream.
 
+mod common;
 mod http_support;
 
 use std::time::{Duration, Instant};
 
+use common::eventually;
 use http_support::*;
 use serde_json::{json, Value};
 use skald_mcp::{
@@ -40,19 +42,6 @@ fn state(s: &Server) -> Value {
         .read_to_string()
         .unwrap();
     serde_json::from_str(&body).unwrap()
-}
-
-/// Polls `cond` until it holds or `limit` passes (a bounded wait on the
-/// server's own state, which it only reports when asked).
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    true
 }
 
 fn answer_name(_: &ElicitationRequest) -> ElicitationResponse {
