@@ -98,6 +98,57 @@ fn wait_or_cancel(d: Duration, cancel: Option<&CancelToken>) -> bool {
     }
 }
 
+/// Between two polls of `task`: past the deadline (`window` is when the
+/// polling started and when it must end) the task is given up, else the
+/// server's poll interval (clamped; none when `now`) is waited unless the
+/// caller cancels first. An error abandons the task: the caller's
+/// [`TaskCancelGuard`] then sends `tasks/cancel`.
+fn await_next_poll(
+    server: &str,
+    task: &CreateTaskResult,
+    window: (Instant, Instant),
+    now: bool,
+    opts: &CallOptions,
+) -> Result<()> {
+    let (started, deadline) = window;
+    let at = Instant::now();
+    if at >= deadline {
+        return Err(McpError::Task {
+            server: server.to_owned(),
+            task_id: task.task_id.clone(),
+            status: "deadline".into(),
+            message: Some(format!("still {} after {:?}", task.status, at - started)),
+        });
+    }
+    if now {
+        return Ok(());
+    }
+    let wait = clamp_poll_interval(task.poll_interval).min(deadline - at);
+    if wait_or_cancel(wait, opts.cancel.as_ref()) {
+        return Err(McpError::Cancelled {
+            server: server.to_owned(),
+            method: "tools/call".into(),
+            reason: opts
+                .cancel
+                .as_ref()
+                .and_then(CancelToken::reason)
+                .unwrap_or_default(),
+        });
+    }
+    Ok(())
+}
+
+/// Each poll is reported as progress (the count, the status message).
+fn report_poll(opts: &CallOptions, polls: u64, task: &CreateTaskResult) {
+    if let Some(cb) = &opts.on_progress {
+        cb(&Progress {
+            progress: polls as f64,
+            total: None,
+            message: task.status_message.clone(),
+        });
+    }
+}
+
 /// Polls `task` to its end and returns the real result.
 pub(crate) fn drive_task(
     request: &RequestFn<'_>,
@@ -125,15 +176,6 @@ pub(crate) fn drive_task(
         task_id: task.task_id.clone(),
         status: status.to_owned(),
         message,
-    };
-    let cancelled = |opts: &CallOptions| McpError::Cancelled {
-        server: server.to_owned(),
-        method: "tools/call".into(),
-        reason: opts
-            .cancel
-            .as_ref()
-            .and_then(CancelToken::reason)
-            .unwrap_or_default(),
     };
     let mut current = task.clone();
     let mut polls: u64 = 0;
@@ -182,24 +224,8 @@ pub(crate) fn drive_task(
             }
             TaskStatus::Working | TaskStatus::Other(_) => {}
         }
-        let now = Instant::now();
-        if now >= deadline {
-            drop(guard);
-            return Err(task_err(
-                "deadline",
-                Some(format!(
-                    "still {} after {:?}",
-                    current.status,
-                    now - started
-                )),
-            ));
-        }
-        let wait = clamp_poll_interval(current.poll_interval).min(deadline - now);
-        if wait_or_cancel(wait, opts.cancel.as_ref()) {
-            drop(guard);
-            return Err(cancelled(opts));
-        }
         // On error the guard cancels the task.
+        await_next_poll(server, &current, (started, deadline), false, opts)?;
         let got = request("tasks/get", json!({"taskId": task.task_id}), opts)?;
         polls += 1;
         current = CreateTaskResult::parse(&got).ok_or_else(|| McpError::Protocol {
@@ -207,13 +233,7 @@ pub(crate) fn drive_task(
             method: Some("tasks/get".into()),
             message: format!("not a task: {}", crate::json::excerpt(&got)),
         })?;
-        if let Some(cb) = &opts.on_progress {
-            cb(&Progress {
-                progress: polls as f64,
-                total: None,
-                message: current.status_message.clone(),
-            });
-        }
+        report_poll(opts, polls, &current);
     }
 }
 
@@ -312,47 +332,15 @@ fn drive_extension_task(
             },
             TaskStatus::Working | TaskStatus::Other(_) => {}
         }
-        let now = Instant::now();
-        if now >= deadline {
-            drop(guard);
-            return Err(task_err(
-                "deadline",
-                Some(format!(
-                    "still {} after {:?}",
-                    current.task.status,
-                    now - started
-                )),
-            ));
-        }
-        if !poll_now {
-            let wait = clamp_poll_interval(current.task.poll_interval).min(deadline - now);
-            if wait_or_cancel(wait, opts.cancel.as_ref()) {
-                drop(guard);
-                return Err(McpError::Cancelled {
-                    server: server.to_owned(),
-                    method: "tools/call".into(),
-                    reason: opts
-                        .cancel
-                        .as_ref()
-                        .and_then(CancelToken::reason)
-                        .unwrap_or_default(),
-                });
-            }
-        }
         // On error the guard cancels the task.
+        await_next_poll(server, &current.task, (started, deadline), poll_now, opts)?;
         let got = request("tasks/get", json!({"taskId": task_id}), opts)?;
         polls += 1;
         let excerpt = crate::json::excerpt(&got);
         current = DetailedTask::parse(got)
             .filter(|t| t.task.task_id == task_id)
             .ok_or_else(|| protocol("tasks/get", format!("not task {task_id}: {excerpt}")))?;
-        if let Some(cb) = &opts.on_progress {
-            cb(&Progress {
-                progress: polls as f64,
-                total: None,
-                message: current.task.status_message.clone(),
-            });
-        }
+        report_poll(opts, polls, &current.task);
     }
 }
 
