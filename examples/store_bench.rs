@@ -7,13 +7,20 @@
 //! Runs in a fresh temporary directory, removed at the end. Each scenario
 //! times from the first send to the return of `flush()` (everything
 //! committed), so the figure is events *persisted* per second.
+//!
+//! The throughput scenarios run with `EventRetention::unlimited()`: every
+//! event is still checked against the caps (the same code path), but none
+//! binds, so all of them are written. The last scenario floods one server
+//! past the default caps and measures how fast the surplus is refused.
 
 use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use skald_mcp::{LogTag, McpLogLine, McpNotification, Store, StoreConfig, StoreStats};
+use skald_mcp::{
+    EventRetention, LogTag, McpLogLine, McpNotification, Store, StoreConfig, StoreStats,
+};
 
 fn event(server: &str, i: u64) -> McpNotification {
     McpNotification {
@@ -47,7 +54,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir: PathBuf =
         std::env::temp_dir().join(format!("skald-store-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let store = Store::open(StoreConfig::new(dir.join("bench.db"), &dir))?;
+    let mut config = StoreConfig::new(dir.join("bench.db"), &dir);
+    config.event_retention = EventRetention::unlimited();
+    let store = Store::open(config)?;
     println!(
         "store_bench: {total} events per scenario, database in {}",
         dir.display()
@@ -158,6 +167,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "total: {} events written, {} failed, {} transactions",
         stats.events_written, stats.events_failed, stats.transactions
     );
+
+    // 5. A flood past the default caps (a fresh database): the first
+    // STORE_MAX_PENDING_EVENTS_PER_SERVER are written, the rest refused.
+    let flood_dir = dir.join("flood");
+    let store = Store::open(StoreConfig::new(flood_dir.join("flood.db"), &flood_dir))?;
+    let before = store.stats();
+    let t = Instant::now();
+    let tx = store.events_sender();
+    for i in 0..total {
+        tx.send(event("flood", i))?;
+    }
+    store.flush()?;
+    let elapsed = t.elapsed();
+    let after = store.stats();
+    let db_bytes = std::fs::metadata(flood_dir.join("flood.db"))?.len()
+        + std::fs::metadata(flood_dir.join("flood.db-wal")).map_or(0, |m| m.len());
+    println!(
+        "{:<44} {total:>9} in {:>8.1} ms = {:>10.0} /s   ({} written, {} refused, database {:.1} MiB)",
+        "flood past the default caps, 1 producer",
+        elapsed.as_secs_f64() * 1e3,
+        total as f64 / elapsed.as_secs_f64(),
+        after.events_written - before.events_written,
+        after.events_refused - before.events_refused,
+        db_bytes as f64 / (1024.0 * 1024.0),
+    );
+    store.close()?;
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -32,8 +32,11 @@ MODE is one of:
                   requests are still answered
   slow_one        each tools/call runs on its own thread; one whose arguments contain
                   "slow": true is answered after 600 s (text "slow done"), others at once
-  notify_flood    adds tool `burst` {n}: sends n notifications "event/burst" {"i": 1..n}, then
+  notify_flood    adds tool `burst` {n, pad}: sends n notifications "event/burst" {"i": 1..n}
+                  (with "pad": a string of `pad` "x" characters when pad > 0), then
                   answers text "burst <n>"
+  env             adds tool `env` -> text: its environment as a JSON object (what a stdio
+                  server inherits from the client)
   one_write       adds tool `pack` {progress, after}: writes with ONE write(2) `progress`
                   notifications/progress for the request's progressToken (when it has one),
                   the answer (text "pack"), then `after` notifications "event/after" {"i": 1..}
@@ -60,7 +63,7 @@ SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "wrong_types",
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
          "slow_one", "notify_flood", "one_write", "string_id", "wrapper_exit",
-         "many_tools")
+         "many_tools", "env")
 
 _out_lock = threading.Lock()
 _stdout_closed = False
@@ -142,8 +145,13 @@ def tool_defs():
                       "inputSchema": {"type": "object", "properties": {}}})
     if MODE == "notify_flood":
         tools.append({"name": "burst", "description": "Send n notifications, then answer.",
-                      "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}},
+                      "inputSchema": {"type": "object",
+                                      "properties": {"n": {"type": "integer"},
+                                                     "pad": {"type": "integer"}},
                                       "required": ["n"]}})
+    if MODE == "env":
+        tools.append({"name": "env", "description": "Return this process's environment.",
+                      "inputSchema": {"type": "object", "properties": {}}})
     if MODE == "one_write":
         count = {"type": "integer", "minimum": 0}
         tools.append({"name": "pack", "description": "Progress, answer and notifications in one write.",
@@ -211,13 +219,18 @@ def run_call(req_id, params, cancel_ev):
             result(req_id, text(t if isinstance(t, str) else json.dumps(t)))
         elif name == "pids" and MODE == "grandchild":
             result(req_id, text(json.dumps({"self": os.getpid(), "grandchild": GRANDCHILD_PID})))
+        elif name == "env" and MODE == "env":
+            result(req_id, text(json.dumps(dict(os.environ))))
         elif name == "pack" and MODE == "one_write":
             pack_answer(req_id, params)
         elif name == "burst" and MODE == "notify_flood":
             n = args.get("n", 0)
             n = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else 0
+            pad = args.get("pad", 0)
+            pad = int(pad) if isinstance(pad, (int, float)) and not isinstance(pad, bool) else 0
             for i in range(1, n + 1):
-                send({"jsonrpc": "2.0", "method": "event/burst", "params": {"i": i}})
+                p = {"i": i, "pad": "x" * pad} if pad > 0 else {"i": i}
+                send({"jsonrpc": "2.0", "method": "event/burst", "params": p})
             result(req_id, text(f"burst {n}"))
         else:
             error(req_id, -32602, f"unknown tool: {name}")

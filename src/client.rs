@@ -326,6 +326,14 @@ pub struct ClientOptions {
     /// gets what a legacy server would send unasked; `None` asks for none.
     /// [`McpServerClient::set_logging_level`] changes it.
     pub log_level: Option<LogLevel>,
+    /// stdio: every server inherits the host's whole environment, as if
+    /// each config set [`McpServerConfig::inherit_env`](crate::McpServerConfig::inherit_env).
+    /// Off by default: the host's environment usually holds secrets.
+    pub inherit_env: bool,
+    /// stdio: the host variables a server that does not inherit the whole
+    /// environment starts with (those that are set), before its configured
+    /// `env`. Default [`limits::STDIO_ENV_ALLOWLIST`].
+    pub env_allowlist: Vec<String>,
 }
 
 impl Default for ClientOptions {
@@ -361,6 +369,11 @@ impl Default for ClientOptions {
             era_hint: None,
             discover_timeout: limits::DISCOVER_PROBE_TIMEOUT,
             log_level: Some(LogLevel::Debug),
+            inherit_env: false,
+            env_allowlist: limits::STDIO_ENV_ALLOWLIST
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
         }
     }
 }
@@ -394,6 +407,8 @@ impl fmt::Debug for ClientOptions {
             .field("era_hint", &self.era_hint)
             .field("discover_timeout", &self.discover_timeout)
             .field("log_level", &self.log_level)
+            .field("inherit_env", &self.inherit_env)
+            .field("env_allowlist", &self.env_allowlist)
             .finish()
     }
 }
@@ -402,6 +417,24 @@ impl ClientOptions {
     /// The defaults.
     pub fn new() -> ClientOptions {
         ClientOptions::default()
+    }
+
+    /// Makes every stdio server inherit the host's whole environment (see
+    /// [`ClientOptions::inherit_env`]).
+    pub fn inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// Replaces the allowlist of host variables passed to stdio servers
+    /// (see [`ClientOptions::env_allowlist`]).
+    pub fn env_allowlist<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.env_allowlist = names.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Sets the `initialize` timeout.

@@ -84,8 +84,21 @@ pub struct McpServerConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// stdio: extra environment variables; values may contain `${VAR}`.
+    /// The child gets these on top of an allowlist of the host's variables
+    /// ([`ClientOptions::env_allowlist`](crate::ClientOptions::env_allowlist),
+    /// default [`STDIO_ENV_ALLOWLIST`](crate::limits::STDIO_ENV_ALLOWLIST)),
+    /// unless [`inherit_env`](Self::inherit_env) is set.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// stdio: start the child with the host's *whole* environment (then
+    /// `env` on top), as before the allowlist existed. Off by default,
+    /// because the host's environment usually holds secrets (cloud
+    /// credentials, API tokens) a server has no business seeing; pass what
+    /// a server needs through `env` (`"TOKEN": "${TOKEN}"`) instead.
+    /// [`ClientOptions::inherit_env`](crate::ClientOptions::inherit_env)
+    /// turns it on for every server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_env: bool,
     /// stdio: the working directory of the child (the host's, when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
@@ -124,6 +137,7 @@ impl fmt::Debug for McpServerConfig {
             .field("command", &self.command)
             .field("args", &self.args)
             .field("env", &env)
+            .field("inherit_env", &self.inherit_env)
             .field("cwd", &self.cwd)
             // User info and query may carry a token; show neither.
             .field("url", &self.url.as_deref().map(shown_url))
@@ -148,6 +162,7 @@ impl McpServerConfig {
             command: Some(command.into()),
             args: args.into_iter().map(Into::into).collect(),
             env: BTreeMap::new(),
+            inherit_env: false,
             cwd: None,
             url: None,
             api_key: None,
@@ -165,6 +180,7 @@ impl McpServerConfig {
             command: None,
             args: Vec::new(),
             env: BTreeMap::new(),
+            inherit_env: false,
             cwd: None,
             url: Some(url.into()),
             api_key: None,
@@ -178,23 +194,21 @@ impl McpServerConfig {
     /// at `url`.
     pub fn sse(name: impl Into<String>, url: impl Into<String>) -> Self {
         McpServerConfig {
-            name: name.into(),
             transport: McpTransport::Sse,
-            command: None,
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            cwd: None,
-            url: Some(url.into()),
-            api_key: None,
-            description: None,
-            friendly_name: None,
-            enabled: true,
+            ..McpServerConfig::http(name, url)
         }
     }
 
     /// Adds an environment variable (stdio); the value may contain `${VAR}`.
     pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Makes the child (stdio) inherit the host's whole environment instead
+    /// of the allowlist; see [`McpServerConfig::inherit_env`].
+    pub fn with_inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
         self
     }
 

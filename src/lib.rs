@@ -124,5 +124,6 @@ pub use task::{clamp_poll_interval, poll_deadline, CreateTaskResult, TaskStatus}
 pub use tool::{McpTool, TaskSupport, ToolAnnotations};
 
 pub use store::{
-    EventId, EventStatus, Store, StoreConfig, StoreHandle, StoreStats, StoredEvent, Synchronous,
+    EventCap, EventId, EventRetention, EventStatus, Store, StoreConfig, StoreHandle, StoreStats,
+    StoredEvent, Synchronous,
 };

@@ -82,6 +82,22 @@ pub const CLIENT_NAME: &str = "skald-mcp";
 /// The version this client reports as `clientInfo.version`.
 pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The host environment variables a stdio server starts with (when set),
+/// besides its configured `env`: what a shell, Python and node need to run
+/// a program, pick a locale and a temporary directory, and nothing that
+/// usually carries a secret. The official TypeScript SDK passes the first
+/// six; `LANG`, `LC_ALL`, `LC_CTYPE`, `TZ` and `TMPDIR` are added so that
+/// servers keep the host's text encoding, time zone and temp directory.
+/// Proxy variables are left out on purpose (they may embed credentials):
+/// pass them through `env` (`"HTTPS_PROXY": "${HTTPS_PROXY}"`). The default
+/// of [`ClientOptions::env_allowlist`](crate::ClientOptions::env_allowlist);
+/// [`McpServerConfig::inherit_env`](crate::McpServerConfig::inherit_env)
+/// passes everything instead.
+pub const STDIO_ENV_ALLOWLIST: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+    "TMPDIR",
+];
+
 /// How long a server has to answer `initialize` after it was spawned.
 pub const SERVER_START_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -319,6 +335,48 @@ pub const STORE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// was queued; each pass takes at most what was queued when it began, so a
 /// producer that never stops cannot keep the store from closing.
 pub const STORE_SHUTDOWN_DRAIN_PASSES: usize = 16;
+
+/// The most *pending* events (not yet marked processed) the store keeps for
+/// one server. Past it, that server's newest events are refused (never an
+/// older one dropped): counted in
+/// [`StoreStats::events_refused`](crate::StoreStats::events_refused), with a
+/// lifecycle line in the server's log and a `log::warn!`. Pending events are
+/// the host's unfinished work, so they are never deleted. Default of
+/// [`EventRetention::pending_per_server`](crate::store::EventRetention).
+pub const STORE_MAX_PENDING_EVENTS_PER_SERVER: u64 = 10_000;
+
+/// The most bytes (method plus `params` JSON) of pending events kept for one
+/// server; past it as [`STORE_MAX_PENDING_EVENTS_PER_SERVER`]. A single event
+/// larger than this is always refused.
+pub const STORE_MAX_PENDING_EVENT_BYTES_PER_SERVER: u64 = 16 * 1024 * 1024;
+
+/// The most pending events kept for all servers together, so that many
+/// servers each under their own cap still cannot fill the disk.
+pub const STORE_MAX_PENDING_EVENTS: u64 = 100_000;
+
+/// The most bytes of pending events kept for all servers together.
+pub const STORE_MAX_PENDING_EVENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The most *processed* events kept for one server (history: they are
+/// never read again by the store itself). Past it, the oldest processed
+/// events of that server are deleted, in the transaction that marked the
+/// newer ones processed.
+pub const STORE_MAX_PROCESSED_EVENTS_PER_SERVER: u64 = 10_000;
+
+/// The most bytes of processed events kept for one server.
+pub const STORE_MAX_PROCESSED_EVENT_BYTES_PER_SERVER: u64 = 16 * 1024 * 1024;
+
+/// The most processed events kept for all servers together.
+pub const STORE_MAX_PROCESSED_EVENTS: u64 = 100_000;
+
+/// The most bytes of processed events kept for all servers together.
+pub const STORE_MAX_PROCESSED_EVENT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Pruning processed events goes below the cap it enforces by this fraction
+/// of the cap (1/16), so that a host marking events one at a time at the cap
+/// pays for a prune (a scan of the oldest processed rows) once every
+/// cap/16 events instead of on every mark.
+pub const STORE_PRUNE_HEADROOM_DIVISOR: u64 = 16;
 
 /// Size at which a per-server log file is rotated: a line that would make
 /// `<name>.log` pass this many bytes first moves it to `<name>.log.1` (the

@@ -586,3 +586,60 @@ fn tools_with_names_a_model_refuses_are_left_out() {
         assert!(skald_mcp::manager::is_model_tool_name(name), "{name:?}");
     }
 }
+
+/// The manager's store has the default event caps: a server flooding
+/// notifications gets its first `STORE_MAX_PENDING_EVENTS_PER_SERVER`
+/// stored and the rest refused, counted and reported in its log.
+#[test]
+fn a_flooding_server_is_held_at_the_default_pending_cap() {
+    use skald_mcp::limits::STORE_MAX_PENDING_EVENTS_PER_SERVER as CAP;
+    let dir = tempdir();
+    let m = McpManager::open(config(&dir)).unwrap();
+    m.register(script_config(
+        "flood",
+        "hostile_mcp_server.py",
+        &["notify_flood"],
+    ))
+    .unwrap();
+    let n = CAP + 50;
+    assert_eq!(
+        text(m.call("mcp__flood__burst", json!({ "n": n })).unwrap()),
+        format!("burst {n}")
+    );
+    m.store().flush().unwrap();
+    let pending = m.store().pending_events(usize::MAX).unwrap();
+    assert_eq!(pending.len() as u64, CAP);
+    assert_eq!(pending.last().unwrap().params, json!({ "i": CAP }));
+    assert_eq!(m.store().stats().events_refused, 50);
+    let log = std::fs::read_to_string(m.store().log_path("flood")).unwrap();
+    assert!(
+        log.contains("[lifecycle]") && log.contains("refusing new events"),
+        "{log}"
+    );
+    m.close().unwrap();
+}
+
+/// `ManagerConfig::event_retention` reaches the manager's store: with a
+/// pending cap of 20 events per server, a burst of 30 stores 20 and
+/// refuses 10.
+#[test]
+fn the_managers_event_retention_is_configurable() {
+    let dir = tempdir();
+    let mut cfg = config(&dir);
+    cfg.event_retention.pending_per_server = skald_mcp::store::EventCap::new(20, u64::MAX);
+    let m = McpManager::open(cfg).unwrap();
+    m.register(script_config(
+        "flood",
+        "hostile_mcp_server.py",
+        &["notify_flood"],
+    ))
+    .unwrap();
+    assert_eq!(
+        text(m.call("mcp__flood__burst", json!({ "n": 30 })).unwrap()),
+        "burst 30"
+    );
+    m.store().flush().unwrap();
+    assert_eq!(m.store().pending_events(usize::MAX).unwrap().len(), 20);
+    assert_eq!(m.store().stats().events_refused, 10);
+    m.close().unwrap();
+}

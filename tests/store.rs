@@ -1,6 +1,9 @@
 //! The store through its public API: event order and status, batching,
 //! log files (format, rotation, hostile names), server rows, grants,
-//! shutdown, errors, and a SIGKILL crash test.
+//! shutdown, errors, a SIGKILL crash test, and event retention against a
+//! real flooding server.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
@@ -14,8 +17,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 use skald_mcp::store::log_dir;
 use skald_mcp::{
-    EventId, EventStatus, LogLevel, LogTag, McpError, McpLogLine, McpNotification, McpServerConfig,
-    Store, StoreConfig, StoreHandle,
+    EventCap, EventId, EventRetention, EventStatus, LogLevel, LogTag, McpError, McpLogLine,
+    McpNotification, McpServerConfig, Store, StoreConfig, StoreHandle,
 };
 
 struct TempDir(PathBuf);
@@ -35,6 +38,14 @@ impl TempDir {
 
     fn config(&self) -> StoreConfig {
         StoreConfig::new(self.0.join("store.db"), &self.0)
+    }
+
+    /// The configuration without event caps, for tests of batching and
+    /// durability that send more events than the default caps keep.
+    fn unlimited(&self) -> StoreConfig {
+        let mut c = self.config();
+        c.event_retention = EventRetention::unlimited();
+        c
     }
 }
 
@@ -168,7 +179,7 @@ fn concurrent_producers_keep_their_own_order() {
 fn a_burst_of_100k_events_lands_in_few_transactions_and_none_is_lost() {
     const N: u64 = 100_000;
     let tmp = TempDir::new();
-    let store = Store::open(tmp.config()).unwrap();
+    let store = Store::open(tmp.unlimited()).unwrap();
     let before = store.stats();
     let started = Instant::now();
     let tx = store.events_sender();
@@ -544,7 +555,7 @@ fn shutdown_drains_what_is_queued_and_later_calls_fail_cleanly() {
 #[test]
 fn shutdown_racing_with_writers_neither_hangs_nor_loses_an_ack() {
     let tmp = TempDir::new();
-    let store = Store::open(tmp.config()).unwrap();
+    let store = Store::open(tmp.unlimited()).unwrap();
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
     let (started_tx, started_rx) = crossbeam_channel::bounded(8);
     for w in 0..8 {
@@ -583,7 +594,7 @@ fn shutdown_racing_with_writers_neither_hangs_nor_loses_an_ack() {
         assert!(error.contains("shut down"), "{error}");
         acked.extend(ids);
     }
-    let store = Store::open(tmp.config()).unwrap();
+    let store = Store::open(tmp.unlimited()).unwrap();
     for id in acked {
         assert!(store.get_event(id).unwrap().is_some(), "acked {id} lost");
     }
@@ -670,7 +681,10 @@ const CRASH_CHILD_ENV: &str = "SKALD_STORE_CRASH_CHILD_DIR";
 const CRASH_ACKS_BEFORE_KILL: usize = 2_000;
 
 fn crash_config(dir: &Path) -> StoreConfig {
-    StoreConfig::new(dir.join("crash.db"), dir)
+    let mut c = StoreConfig::new(dir.join("crash.db"), dir);
+    // Durability, not retention, is tested: the stream passes the caps.
+    c.event_retention = EventRetention::unlimited();
+    c
 }
 
 /// The child side of [`sigkill_loses_no_acknowledged_event`]: a no-op unless
@@ -977,5 +991,104 @@ fn new_databases_are_private() {
     if wal.exists() {
         assert_eq!(mode(&wal), 0o600);
     }
+    store.close().unwrap();
+}
+
+// ---- event retention against a real flooding server ---------------------------
+
+/// Connects the hostile `notify_flood` server as `name`, its notifications
+/// and log lines going to `store`.
+fn flood_server(name: &str, store: &Store) -> skald_mcp::McpServer {
+    let cfg = common::script_config(name, "hostile_mcp_server.py", &["notify_flood"]);
+    let opts = common::test_options()
+        .notifications(store.events_sender())
+        .logs(store.log_sender());
+    skald_mcp::McpServer::connect(&cfg, opts).expect("hostile server starts")
+}
+
+fn burst(server: &skald_mcp::McpServer, n: u64, pad: u64) {
+    use skald_mcp::McpServerClient;
+    let r = server
+        .call_tool("burst", json!({"n": n, "pad": pad}))
+        .expect("burst answered");
+    assert_eq!(common::text(r), format!("burst {n}"));
+}
+
+/// A server that floods notifications cannot grow `mcp_events` past the
+/// caps: its newest events are refused, counted and reported once in its
+/// log; processed ones are pruned oldest first; another server keeps
+/// working.
+#[test]
+fn a_flooding_server_is_held_at_the_caps_and_refusals_are_counted_and_logged() {
+    let tmp = TempDir::new();
+    let mut cfg = tmp.config();
+    cfg.event_retention.pending_per_server = EventCap::new(500, 64 * 1024);
+    cfg.event_retention.processed_per_server = EventCap::new(200, u64::MAX);
+    let store = Store::open(cfg).unwrap();
+    let flood = flood_server("flood", &store);
+    let padded = flood_server("padded", &store);
+
+    // Rows: 3000 small events, 500 kept (the oldest), 2500 refused.
+    burst(&flood, 3000, 0);
+    // Bytes: events of ~1 KiB against a 64 KiB cap.
+    burst(&padded, 200, 1000);
+    // Every notification was sent to the store before the call's answer
+    // was routed; the flush commits them.
+    store.flush().unwrap();
+    let pending = store.pending_events(usize::MAX).unwrap();
+    let of = |s: &str| -> Vec<&skald_mcp::StoredEvent> {
+        pending.iter().filter(|e| e.server == s).collect()
+    };
+    let f = of("flood");
+    assert_eq!(f.len(), 500);
+    assert!(f
+        .iter()
+        .map(|e| e.params["i"].as_u64().unwrap())
+        .eq(1..=500));
+    let p = of("padded");
+    let bytes: usize = p
+        .iter()
+        .map(|e| e.method.len() + e.params.to_string().len())
+        .sum();
+    assert!(
+        bytes <= 64 * 1024 && p.len() >= 60,
+        "{} events, {bytes} bytes",
+        p.len()
+    );
+    let refused = 2500 + (200 - p.len() as u64);
+    assert_eq!(store.stats().events_refused, refused, "{:?}", store.stats());
+    let log = fs::read_to_string(store.log_path("flood")).unwrap();
+    assert_eq!(log.matches("refusing new events").count(), 1, "{log}");
+    assert!(log.contains("[lifecycle]"), "{log}");
+    assert!(fs::read_to_string(store.log_path("padded"))
+        .unwrap()
+        .contains("refusing new events"));
+
+    // The host catches up: marked processed, pruned to the processed cap.
+    let ids: Vec<EventId> = f.iter().map(|e| e.id).collect();
+    assert_eq!(store.mark_processed(&ids).unwrap(), 500);
+    let kept: Vec<_> = store
+        .recent_events(usize::MAX)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.server == "flood")
+        .collect();
+    assert!(kept.len() <= 200, "{} processed kept", kept.len());
+    assert_eq!(kept.last().unwrap().id, *ids.last().unwrap(), "newest kept");
+    assert!(store.stats().events_pruned >= 300);
+
+    // Room again: the next flood is accepted up to the cap, and the end of
+    // the first episode is logged with its count.
+    burst(&flood, 1000, 0);
+    store.flush().unwrap();
+    let log = fs::read_to_string(store.log_path("flood")).unwrap();
+    assert!(
+        log.contains("accepting new events again; 2500 were refused"),
+        "{log}"
+    );
+    assert_eq!(log.matches("refusing new events").count(), 2, "{log}");
+    let pending = store.pending_events(usize::MAX).unwrap();
+    assert_eq!(pending.iter().filter(|e| e.server == "flood").count(), 500);
+    drop((flood, padded));
     store.close().unwrap();
 }

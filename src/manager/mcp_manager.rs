@@ -28,7 +28,7 @@ use crate::manager::lazy::{self, Grants, ServerListing};
 use crate::manager::media::{MediaStore, MEDIA_URL_PREFIX};
 use crate::manager::naming::{self, parse_mcp_tool_name};
 use crate::manager::ToolResult;
-use crate::store::{Store, StoreConfig, StoreHandle};
+use crate::store::{EventRetention, Store, StoreConfig, StoreHandle};
 
 /// Whether and how a server whose connection ends unexpectedly is
 /// restarted: a stdio server that exits, an HTTP+SSE server whose event
@@ -93,6 +93,10 @@ pub struct ManagerConfig {
     /// with [`ManagerConfig::with_elicitation_inbox`]; reach it with
     /// [`McpManager::elicitation_inbox`].
     pub elicitation_inbox: Option<ElicitationInbox>,
+    /// How many events the store keeps per server and in all (see
+    /// [`StoreConfig::event_retention`]). Default
+    /// [`EventRetention::default`]: a flooding server cannot fill the disk.
+    pub event_retention: EventRetention,
 }
 
 impl ManagerConfig {
@@ -109,6 +113,7 @@ impl ManagerConfig {
             reserved_groups: vec!["config".to_owned()],
             restart: RestartPolicy::default(),
             elicitation_inbox: None,
+            event_retention: EventRetention::default(),
         }
     }
 
@@ -289,7 +294,9 @@ impl McpManager {
         if let Some(inbox) = &config.elicitation_inbox {
             config.client.elicitation = Some(Arc::new(inbox.clone()));
         }
-        let store = Store::open(StoreConfig::new(&config.db_path, &config.log_root))?;
+        let mut store_config = StoreConfig::new(&config.db_path, &config.log_root);
+        store_config.event_retention = config.event_retention;
+        let store = Store::open(store_config)?;
         let handle = store.handle();
         let media = MediaStore::new(&config.media_dir, config.media_url_prefix.clone());
         let (shutdown_tx, shutdown_rx) = crossbeam_channel::bounded::<()>(0);

@@ -49,7 +49,7 @@ mod reader;
 mod spawn;
 
 use reader::{reader_loop, StdoutShared};
-use spawn::{Proc, Spawned, Spec};
+use spawn::{EnvBase, Proc, Spawned, Spec};
 
 /// How long `Drop` and `close()` wait for the I/O threads to finish after
 /// the child is dead, before leaving them detached.
@@ -461,10 +461,18 @@ impl McpServer {
         }
         let name = config.name.clone();
         let command = config.command.clone().unwrap_or_default();
+        // Not the host's whole environment unless asked: it usually holds
+        // secrets that a server should get only when configured to.
+        let base = if config.inherit_env || options.inherit_env {
+            EnvBase::Inherit
+        } else {
+            EnvBase::Allow(options.env_allowlist.clone())
+        };
         let spec = Spec {
             program: command.clone(),
             args: config.args.clone(),
             env: config.resolved_env()?,
+            base,
             cwd: config.cwd.clone(),
         };
         let spawned = spawner::spawn(spec).map_err(|source| McpError::Spawn {

@@ -23,9 +23,38 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 pub(super) struct Spec {
     pub(super) program: String,
     pub(super) args: Vec<String>,
-    /// Set on top of the host's environment.
+    /// Set on top of the base environment.
     pub(super) env: BTreeMap<String, String>,
+    /// Which of the host's variables the child starts from.
+    pub(super) base: EnvBase,
     pub(super) cwd: Option<std::path::PathBuf>,
+}
+
+/// The part of the host's environment a child starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum EnvBase {
+    /// All of it (`McpServerConfig::inherit_env`).
+    Inherit,
+    /// Only these variables, those of them that are set: the default, so
+    /// the host's secrets do not reach every server.
+    Allow(Vec<String>),
+}
+
+/// The child's environment: the base taken from the host (read when the
+/// child is started, so a variable the host changed since is seen as it is
+/// now), then the configured variables on top.
+pub(super) fn child_env(spec: &Spec) -> BTreeMap<std::ffi::OsString, std::ffi::OsString> {
+    let mut env: BTreeMap<std::ffi::OsString, std::ffi::OsString> = match &spec.base {
+        EnvBase::Inherit => std::env::vars_os().collect(),
+        EnvBase::Allow(names) => names
+            .iter()
+            .filter_map(|n| std::env::var_os(n).map(|v| (n.into(), v)))
+            .collect(),
+    };
+    for (k, v) in &spec.env {
+        env.insert(k.into(), v.into());
+    }
+    env
 }
 
 /// A started server: its process and the host's ends of its pipes.
@@ -103,7 +132,8 @@ fn spawn_with_command(spec: &Spec) -> io::Result<Spawned> {
     use std::process::{Command, Stdio};
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
-        .envs(&spec.env)
+        .env_clear()
+        .envs(child_env(spec))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -224,10 +254,7 @@ mod linux {
 
     pub(super) fn spawn(spec: &Spec) -> io::Result<Spawned> {
         // Everything the child needs, as C data.
-        let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-        for (k, v) in &spec.env {
-            env.insert(k.into(), v.into());
-        }
+        let env = child_env(spec);
         let path = resolve(
             &spec.program,
             env.get(OsStr::new("PATH")).map(|p| p.as_os_str()),
@@ -418,8 +445,52 @@ mod tests {
             program: program.into(),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: BTreeMap::new(),
+            base: EnvBase::Allow(
+                crate::limits::STDIO_ENV_ALLOWLIST
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect(),
+            ),
             cwd: None,
         }
+    }
+
+    fn output_of(s: &Spec) -> String {
+        let mut c = spawn(s).unwrap();
+        drop(c.stdin);
+        let mut out = String::new();
+        BufReader::new(c.stdout).read_to_string(&mut out).unwrap();
+        c.proc.wait().unwrap();
+        out
+    }
+
+    /// A variable of the host outside the allowlist (cargo sets
+    /// `CARGO_MANIFEST_DIR` for the tests it runs) stays out of the child
+    /// unless the whole environment is inherited; allowlisted ones and the
+    /// configured ones get in.
+    #[test]
+    fn the_child_gets_the_allowlist_and_its_env_not_the_host_environment() {
+        let Some(host) = std::env::var_os("CARGO_MANIFEST_DIR") else {
+            eprintln!("skipping: CARGO_MANIFEST_DIR is not set (not run by cargo)");
+            return;
+        };
+        let script = "echo \"${CARGO_MANIFEST_DIR-unset}|${PATH:+path}|$SKALD_T\"";
+        let mut s = spec("sh", &["-c", script]);
+        s.env.insert("SKALD_T".into(), "configured".into());
+        assert_eq!(output_of(&s), "unset|path|configured\n");
+        s.base = EnvBase::Inherit;
+        assert_eq!(
+            output_of(&s),
+            format!("{}|path|configured\n", host.to_string_lossy())
+        );
+        // The configured env wins over the host's.
+        s.env.insert("CARGO_MANIFEST_DIR".into(), "mine".into());
+        assert_eq!(output_of(&s), "mine|path|configured\n");
+        // An allowlist of nothing: an empty environment, not even PATH (the
+        // program is still found, through the default search path).
+        let mut bare = spec("env", &[]);
+        bare.base = EnvBase::Allow(Vec::new());
+        assert_eq!(output_of(&bare), "");
     }
 
     #[test]

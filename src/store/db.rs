@@ -39,11 +39,15 @@ pub(crate) struct PendingEvent {
     pub received_at: SystemTime,
 }
 
-/// Inserts `events` in order; returns their ids in the same order.
+/// Inserts the `events` that `admit` accepts, in order; returns, in the
+/// same order, the id of each inserted event and `None` for each refused
+/// one. `admit` sees each event with its payload size (method plus params
+/// JSON, in bytes), after serialization and before the insert.
 pub(crate) fn insert_events<'a>(
     conn: &Connection,
     events: impl Iterator<Item = &'a PendingEvent>,
-) -> rusqlite::Result<Vec<EventId>> {
+    mut admit: impl FnMut(&McpNotification, u64) -> bool,
+) -> rusqlite::Result<Vec<Option<EventId>>> {
     let mut st = conn.prepare_cached(
         "INSERT INTO mcp_events (server, method, params, received_at) VALUES (?1, ?2, ?3, ?4)",
     )?;
@@ -63,6 +67,11 @@ pub(crate) fn insert_events<'a>(
             params_buf.extend_from_slice(b"null");
         }
         let params_json = std::str::from_utf8(&params_buf).unwrap_or("null");
+        let bytes = (p.event.method.len() + params_json.len()) as u64;
+        if !admit(&p.event, bytes) {
+            ids.push(None);
+            continue;
+        }
         let millis = unix_millis(p.received_at);
         if time_of_buf != Some(millis) {
             time_buf.clear();
@@ -75,7 +84,7 @@ pub(crate) fn insert_events<'a>(
             params_json,
             time_buf
         ])?;
-        ids.push(EventId(id));
+        ids.push(Some(EventId(id)));
     }
     Ok(ids)
 }
@@ -172,20 +181,32 @@ pub(crate) fn get_event(conn: &Connection, id: EventId) -> Result<Option<StoredE
     raw.map(decode_event).transpose()
 }
 
-/// Marks the pending events among `ids` processed; returns how many changed.
+/// Marks the pending events among `ids` processed; calls `marked` with the
+/// server and payload size of each one that changed, and returns how many
+/// did.
 pub(crate) fn mark_processed(
     conn: &Connection,
     ids: &[EventId],
     now: SystemTime,
+    mut marked: impl FnMut(&str, u64),
 ) -> rusqlite::Result<usize> {
     let now = format_utc_millis(now);
     let mut st = conn.prepare_cached(
         "UPDATE mcp_events SET status = 'processed', processed_at = ?2 \
-         WHERE id = ?1 AND status = 'pending'",
+         WHERE id = ?1 AND status = 'pending' \
+         RETURNING server, octet_length(method) + octet_length(params)",
     )?;
     let mut n = 0;
     for id in ids {
-        n += st.execute(params![id.0, now])?;
+        let row = st
+            .query_row(params![id.0, now], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })
+            .optional()?;
+        if let Some((server, bytes)) = row {
+            marked(&server, bytes.max(0) as u64);
+            n += 1;
+        }
     }
     Ok(n)
 }
@@ -209,13 +230,14 @@ pub(crate) fn upsert_server(
     let now = format_utc_millis(now);
     conn.prepare_cached(
         "INSERT INTO mcp_servers (name, transport, command, args, env, cwd, url, api_key, \
-             description, friendly_name, enabled, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) \
+             description, friendly_name, enabled, created_at, updated_at, inherit_env) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13) \
          ON CONFLICT (name) DO UPDATE SET transport = excluded.transport, \
              command = excluded.command, args = excluded.args, env = excluded.env, \
              cwd = excluded.cwd, url = excluded.url, api_key = excluded.api_key, \
              description = excluded.description, friendly_name = excluded.friendly_name, \
-             enabled = excluded.enabled, updated_at = excluded.updated_at",
+             enabled = excluded.enabled, updated_at = excluded.updated_at, \
+             inherit_env = excluded.inherit_env",
     )
     .and_then(|mut st| {
         st.execute(params![
@@ -230,7 +252,8 @@ pub(crate) fn upsert_server(
             cfg.description,
             cfg.friendly_name,
             cfg.enabled,
-            now
+            now,
+            cfg.inherit_env
         ])
     })
     .map_err(sql_err(ctx))?;
@@ -238,7 +261,7 @@ pub(crate) fn upsert_server(
 }
 
 const SERVER_COLUMNS: &str = "name, transport, command, args, env, cwd, url, api_key, \
-                              description, friendly_name, enabled";
+                              description, friendly_name, enabled, inherit_env";
 
 type RawServer = (
     String,
@@ -251,6 +274,7 @@ type RawServer = (
     Option<String>,
     Option<String>,
     Option<String>,
+    bool,
     bool,
 );
 
@@ -267,6 +291,7 @@ fn server_from_row(r: &Row<'_>) -> rusqlite::Result<RawServer> {
         r.get(8)?,
         r.get(9)?,
         r.get(10)?,
+        r.get(11)?,
     ))
 }
 
@@ -283,6 +308,7 @@ fn decode_server(raw: RawServer) -> Result<McpServerConfig> {
         description,
         friendly_name,
         enabled,
+        inherit_env,
     ) = raw;
     let ctx = "reading servers";
     let transport = McpTransport::parse(&transport).ok_or_else(|| {
@@ -301,6 +327,7 @@ fn decode_server(raw: RawServer) -> Result<McpServerConfig> {
         command,
         args,
         env,
+        inherit_env,
         cwd: cwd.map(PathBuf::from),
         url,
         api_key,

@@ -46,6 +46,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0005_oauth_issuer",
         sql: include_str!("../../migrations/0005_oauth_issuer.sql"),
     },
+    Migration {
+        version: 6,
+        name: "0006_mcp_server_inherit_env",
+        sql: include_str!("../../migrations/0006_mcp_server_inherit_env.sql"),
+    },
 ];
 
 /// The schema version this build creates and understands.
@@ -164,7 +169,7 @@ mod tests {
     #[test]
     fn versions_are_contiguous_and_match_file_names() {
         for (i, m) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(m.version as usize, i + 1);
+            assert_eq!(m.version as usize, i + 1, "{}", m.name);
             assert!(
                 m.name.starts_with(&format!("{:04}_", m.version)),
                 "{}",
@@ -195,12 +200,13 @@ mod tests {
                 r.get(0)
             })
             .unwrap();
-        assert_eq!(rows, LATEST_VERSION as i64);
+        assert_eq!(rows, MIGRATIONS.len() as i64);
     }
 
     #[test]
     fn every_earlier_version_upgrades_keeping_data() {
-        for start in 0..LATEST_VERSION {
+        let starts = std::iter::once(0).chain(MIGRATIONS.iter().map(|m| m.version));
+        for start in starts.filter(|v| *v < LATEST_VERSION) {
             let mut conn = Connection::open_in_memory().unwrap();
             migrate_to(&mut conn, MIGRATIONS, start).unwrap();
             assert_eq!(current_version(&conn).unwrap(), start);
@@ -214,7 +220,8 @@ mod tests {
                 .unwrap();
             }
             let applied = migrate(&mut conn).unwrap();
-            assert_eq!(applied, (LATEST_VERSION - start) as usize, "from {start}");
+            let expected = MIGRATIONS.iter().filter(|m| m.version > start).count();
+            assert_eq!(applied, expected, "from {start}");
             assert_eq!(current_version(&conn).unwrap(), LATEST_VERSION);
             if start >= 1 {
                 let (name, params): (String, String) = conn

@@ -67,6 +67,7 @@ mod commands;
 mod db;
 mod logfile;
 mod migrate;
+mod retention;
 mod timestamp;
 mod worker;
 
@@ -97,6 +98,7 @@ use commands::{Command, GrantTable, Reply};
 use worker::{Counters, Inbox, Worker};
 
 pub use logfile::{format_log_line, log_dir, log_file_path, sanitize_log_name};
+pub use retention::{EventCap, EventRetention};
 
 /// The schema version this build creates; a database at a higher version is
 /// refused by [`Store::open`].
@@ -154,6 +156,13 @@ pub struct StoreConfig {
     pub busy_timeout: Duration,
     /// The durability of commits. Default [`Synchronous::Normal`].
     pub synchronous: Synchronous,
+    /// How many pending and processed events are kept, per server and in
+    /// all (rows and bytes). Default [`EventRetention::default`]: a server
+    /// flooding notifications cannot fill the disk; its newest events are
+    /// refused at the pending cap (counted in [`StoreStats::events_refused`]
+    /// and reported in its log), and the oldest processed events are
+    /// deleted past the processed cap.
+    pub event_retention: EventRetention,
 }
 
 impl StoreConfig {
@@ -170,6 +179,7 @@ impl StoreConfig {
             log_queue_capacity: STORE_LOG_QUEUE_CAPACITY,
             busy_timeout: STORE_BUSY_TIMEOUT,
             synchronous: Synchronous::Normal,
+            event_retention: EventRetention::default(),
         }
     }
 }
@@ -242,6 +252,15 @@ pub struct StoreStats {
     pub log_rotations: u64,
     /// The most events committed in one transaction.
     pub largest_event_batch: u64,
+    /// Events refused because a pending cap of
+    /// [`StoreConfig::event_retention`] was reached (never stored; each
+    /// episode is reported by a lifecycle line in the server's log, and a
+    /// blocking [`StoreHandle::insert_event`] gets
+    /// [`McpError::Backpressure`]).
+    pub events_refused: u64,
+    /// Processed events deleted, oldest first, because a processed cap of
+    /// [`StoreConfig::event_retention`] was passed.
+    pub events_pruned: u64,
 }
 
 struct Shared {
@@ -293,7 +312,10 @@ impl StoreHandle {
     /// Persists one event and returns its id once it is committed.
     ///
     /// Concurrent callers share transactions (group commit), so many threads
-    /// inserting at once do not each pay for a commit.
+    /// inserting at once do not each pay for a commit. An event past a
+    /// pending cap of [`StoreConfig::event_retention`] is not stored: the
+    /// caller gets [`McpError::Backpressure`] (the channel's events are
+    /// refused the same way, counted in [`StoreStats::events_refused`]).
     pub fn insert_event(&self, event: McpNotification) -> Result<EventId> {
         let received_at = SystemTime::now();
         self.call("inserting an event", |reply| Command::InsertEvent {
@@ -309,7 +331,10 @@ impl StoreHandle {
     ///
     /// The channel is bounded ([`StoreConfig::event_queue_capacity`]): when
     /// the store falls behind, `send` blocks (backpressure) rather than drop
-    /// anything. After shutdown `send` returns an error. An event sent while
+    /// anything on the way. At the store, an event past a pending cap of
+    /// [`StoreConfig::event_retention`] is refused (counted in
+    /// [`StoreStats::events_refused`], reported in the server's log), never
+    /// silently. After shutdown `send` returns an error. An event sent while
     /// the store is shutting down may be rejected or persisted; stop the
     /// producers before closing the store.
     pub fn events_sender(&self) -> McpNotificationTx {
@@ -381,7 +406,11 @@ impl StoreHandle {
     }
 
     /// Marks events processed, in one transaction; returns how many were
-    /// pending (ids unknown or already processed are ignored).
+    /// pending (ids unknown or already processed are ignored). The same
+    /// transaction deletes the oldest processed events past the processed
+    /// caps of [`StoreConfig::event_retention`] (counted in
+    /// [`StoreStats::events_pruned`]), so a [`StoreHandle::get_event`] of an
+    /// old processed id may find nothing.
     pub fn mark_processed(&self, ids: &[EventId]) -> Result<usize> {
         let ids = ids.to_vec();
         self.call("marking events processed", |reply| Command::MarkProcessed {

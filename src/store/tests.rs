@@ -203,3 +203,196 @@ fn a_batch_mixing_waiters_and_fire_and_forget_is_one_transaction() {
     assert_eq!(stats.largest_event_batch, 101);
     store.close().unwrap();
 }
+
+// ---- event retention ---------------------------------------------------------
+
+fn capped(tmp: &TempDir, retention: EventRetention) -> StoreConfig {
+    let mut cfg = tmp.config();
+    cfg.event_retention = retention;
+    cfg
+}
+
+fn log_text(tmp: &TempDir, server: &str) -> String {
+    fs::read_to_string(log_file_path(&tmp.0, server)).unwrap_or_default()
+}
+
+#[test]
+fn pending_events_past_the_per_server_cap_are_refused_counted_and_logged() {
+    let tmp = TempDir::new();
+    let mut r = EventRetention::unlimited();
+    r.pending_per_server = EventCap::new(10, u64::MAX);
+    let store = Store::open(capped(&tmp, r)).unwrap();
+    let tx = store.events_sender();
+    for i in 0..50 {
+        tx.send(event("flood", i)).unwrap();
+    }
+    tx.send(event("quiet", 0)).unwrap();
+    store.flush().unwrap();
+    let pending = store.pending_events(usize::MAX).unwrap();
+    let flood: Vec<_> = pending.iter().filter(|e| e.server == "flood").collect();
+    // The oldest are kept, the newest refused.
+    assert_eq!(flood.len(), 10);
+    assert!(flood
+        .iter()
+        .map(|e| e.params["n"].as_u64().unwrap())
+        .eq(0..10));
+    assert_eq!(pending.len(), 11, "another server is not affected");
+    let stats = store.stats();
+    assert_eq!(stats.events_refused, 40, "{stats:?}");
+    assert_eq!(stats.events_written, 11);
+    // A blocking insert gets a typed error.
+    let e = store.insert_event(event("flood", 99)).unwrap_err();
+    assert!(
+        matches!(e, McpError::Backpressure { ref server, .. } if server == "flood"),
+        "{e:?}"
+    );
+    assert_eq!(store.stats().events_refused, 41);
+    // One lifecycle line for the episode, not one per event.
+    let log = log_text(&tmp, "flood");
+    assert_eq!(log.matches("refusing new events").count(), 1, "{log}");
+    assert!(
+        log.contains("[lifecycle]") && log.contains("cap is 10 events"),
+        "{log}"
+    );
+    assert!(!log_text(&tmp, "quiet").contains("refusing"));
+    // Processing one makes room for one; the episode's count is logged.
+    store.mark_processed(&[flood[0].id]).unwrap();
+    store.insert_event(event("flood", 100)).unwrap();
+    store.flush().unwrap();
+    let log = log_text(&tmp, "flood");
+    assert!(
+        log.contains("accepting new events again; 41 were refused"),
+        "{log}"
+    );
+    store.close().unwrap();
+}
+
+#[test]
+fn the_total_pending_cap_and_byte_caps_bind() {
+    let tmp = TempDir::new();
+    let mut r = EventRetention::unlimited();
+    r.pending_total = EventCap::new(25, u64::MAX);
+    // event("big", n) is "event/test" plus {"n":n}: 17 bytes for n < 10,
+    // 18 after; 17 of them fit in 300.
+    r.pending_per_server = EventCap::new(u64::MAX, 300);
+    let store = Store::open(capped(&tmp, r)).unwrap();
+    let tx = store.events_sender();
+    for i in 0..20 {
+        tx.send(event("big", i)).unwrap();
+    }
+    for s in ["a", "b"] {
+        for i in 0..10 {
+            tx.send(event(s, i)).unwrap();
+        }
+    }
+    store.flush().unwrap();
+    let pending = store.pending_events(usize::MAX).unwrap();
+    let count = |s: &str| pending.iter().filter(|e| e.server == s).count();
+    assert_eq!(count("big"), 17, "the byte cap holds");
+    assert_eq!((count("a"), count("b")), (8, 0));
+    assert_eq!(pending.len(), 25, "the total cap holds");
+    assert_eq!(store.stats().events_refused, 40 - 25);
+    assert!(log_text(&tmp, "b").contains("all servers together"));
+    store.close().unwrap();
+}
+
+#[test]
+fn processed_events_are_pruned_oldest_first_per_server_and_in_total() {
+    let tmp = TempDir::new();
+    let mut r = EventRetention::unlimited();
+    r.processed_per_server = EventCap::new(32, u64::MAX);
+    r.processed_total = EventCap::new(48, u64::MAX);
+    let store = Store::open(capped(&tmp, r)).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..100 {
+        ids.push(store.insert_event(event("a", i)).unwrap());
+    }
+    // Marked in several transactions, as a host does.
+    for chunk in ids.chunks(7) {
+        store.mark_processed(chunk).unwrap();
+    }
+    let left = store.recent_events(usize::MAX).unwrap();
+    assert!(left.len() <= 32 && left.len() >= 30, "{} kept", left.len());
+    // The newest are the ones kept.
+    assert_eq!(left.last().unwrap().id, *ids.last().unwrap());
+    assert!(left.windows(2).all(|w| w[0].id < w[1].id));
+    assert_eq!(left[0].id, ids[100 - left.len()]);
+    assert!(store.get_event(ids[0]).unwrap().is_none());
+    assert_eq!(store.stats().events_pruned, 100 - left.len() as u64);
+
+    // A second server: together past the total cap, the oldest of all go.
+    let mut b = Vec::new();
+    for i in 0..30 {
+        b.push(store.insert_event(event("b", i)).unwrap());
+    }
+    store.mark_processed(&b).unwrap();
+    let all = store.recent_events(usize::MAX).unwrap();
+    assert!(all.len() <= 48, "{} kept", all.len());
+    assert!(
+        all.iter().filter(|e| e.server == "b").count() == 30,
+        "b's are the newest"
+    );
+    // Pending events are never pruned.
+    let p = store.insert_event(event("a", 1000)).unwrap();
+    assert!(store.get_event(p).unwrap().is_some());
+    store.close().unwrap();
+}
+
+#[test]
+fn usage_survives_a_reopen_and_lowered_caps_apply_at_open() {
+    let tmp = TempDir::new();
+    let mut r = EventRetention::unlimited();
+    r.pending_per_server = EventCap::new(5, u64::MAX);
+    let store = Store::open(capped(&tmp, r)).unwrap();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(store.insert_event(event("a", i)).unwrap());
+    }
+    store.close().unwrap();
+    // Reopened: the five pending events count against the cap.
+    let store = Store::open(capped(&tmp, r)).unwrap();
+    assert!(store.insert_event(event("a", 5)).is_err());
+    store.mark_processed(&ids).unwrap();
+    store.close().unwrap();
+    // Reopened with a processed cap below what is stored: pruned at once.
+    r.processed_per_server = EventCap::new(2, u64::MAX);
+    let store = Store::open(capped(&tmp, r)).unwrap();
+    assert_eq!(store.stats().events_pruned, 3);
+    let left: Vec<_> = store
+        .recent_events(10)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(left, ids[3..]);
+    store.close().unwrap();
+}
+
+#[test]
+fn a_refusal_still_going_on_at_shutdown_is_logged_with_its_count() {
+    let tmp = TempDir::new();
+    let mut r = EventRetention::unlimited();
+    r.pending_per_server = EventCap::new(1, u64::MAX);
+    let store = Store::open(capped(&tmp, r)).unwrap();
+    let tx = store.events_sender();
+    for i in 0..4 {
+        tx.send(event("a", i)).unwrap();
+    }
+    store.close().unwrap();
+    let log = log_text(&tmp, "a");
+    assert!(log.contains("3 events were refused at the cap"), "{log}");
+}
+
+#[test]
+fn a_server_row_keeps_inherit_env() {
+    let tmp = TempDir::new();
+    let store = Store::open(tmp.config()).unwrap();
+    let cfg = McpServerConfig::stdio("wide", "python3", ["s.py"]).with_inherit_env(true);
+    store.upsert_server(&cfg).unwrap();
+    store
+        .upsert_server(&McpServerConfig::stdio("narrow", "python3", ["s.py"]))
+        .unwrap();
+    assert!(store.get_server("wide").unwrap().unwrap().inherit_env);
+    assert!(!store.get_server("narrow").unwrap().unwrap().inherit_env);
+    store.close().unwrap();
+}

@@ -18,6 +18,7 @@ use super::commands::{Command, Reply};
 use super::db::{self, sql_err, PendingEvent};
 use super::logfile::{log_dir, LogFiles};
 use super::migrate;
+use super::retention::Retention;
 use super::{EventId, StoreConfig, StoreStats};
 
 /// Counters the store thread updates and any handle reads.
@@ -30,6 +31,8 @@ pub(crate) struct Counters {
     log_lines_failed: AtomicU64,
     log_rotations: AtomicU64,
     largest_event_batch: AtomicU64,
+    events_refused: AtomicU64,
+    events_pruned: AtomicU64,
 }
 
 impl Counters {
@@ -43,6 +46,8 @@ impl Counters {
             log_lines_failed: g(&self.log_lines_failed),
             log_rotations: g(&self.log_rotations),
             largest_event_batch: g(&self.largest_event_batch),
+            events_refused: g(&self.events_refused),
+            events_pruned: g(&self.events_pruned),
         }
     }
 
@@ -151,6 +156,19 @@ fn private_file(path: &Path, hint: &str) -> Result<()> {
     Ok(())
 }
 
+/// The error a blocking [`insert_event`](super::StoreHandle::insert_event)
+/// gets for an event refused at a pending cap: a bound was hit, as for a
+/// full write queue.
+fn refused(event: &McpNotification) -> McpError {
+    McpError::Backpressure {
+        server: event.server.clone(),
+        method: event.method.clone(),
+        message: "the store's cap on pending events is reached; the event is refused \
+                  (mark pending events processed, or raise StoreConfig::event_retention)"
+            .into(),
+    }
+}
+
 fn store_err(context: &str, e: &McpError) -> McpError {
     McpError::Store {
         context: context.into(),
@@ -173,6 +191,7 @@ pub(crate) struct Worker {
     batch_max: usize,
     flush_interval: Duration,
     batch: Batch,
+    retention: Retention,
 }
 
 impl Worker {
@@ -248,6 +267,19 @@ impl Worker {
             .map_err(store_err)?;
         migrate::migrate(&mut conn)?;
         let logs = LogFiles::new(log_dir(&config.log_root), config.log_max_bytes.max(1))?;
+        // What the database holds now (one scan), and the processed events
+        // past the caps (a database from before caps, or caps lowered since)
+        // retired at once.
+        let mut retention = Retention::new(config.event_retention);
+        let ctx = "applying event retention";
+        retention.reload(&conn).map_err(sql_err(ctx))?;
+        let pruned = Self::write_on(&mut conn, &counters, ctx, |c| {
+            retention.prune(c).map_err(sql_err(ctx))
+        })?;
+        if pruned > 0 {
+            Counters::add(&counters.events_pruned, pruned);
+            ::log::info!("store: {pruned} processed events past the retention caps deleted");
+        }
         Ok(Worker {
             conn,
             logs,
@@ -256,6 +288,7 @@ impl Worker {
             batch_max: config.batch_max.max(1),
             flush_interval: config.flush_interval,
             batch: Batch::default(),
+            retention,
         })
     }
 
@@ -401,14 +434,61 @@ impl Worker {
         ctx: &'static str,
         f: impl FnOnce(&Connection) -> Result<T>,
     ) -> Result<T> {
-        let tx = self
-            .conn
+        Self::write_on(&mut self.conn, &self.counters, ctx, f)
+    }
+
+    /// [`Worker::write`] on borrowed parts, for closures that need another
+    /// field of the worker (the retention view) at the same time.
+    fn write_on<T>(
+        conn: &mut Connection,
+        counters: &Counters,
+        ctx: &'static str,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql_err(ctx))?;
         let value = f(&tx)?; // dropping `tx` on error rolls back
         tx.commit().map_err(sql_err(ctx))?;
-        Counters::add(&self.counters.transactions, 1);
+        Counters::add(&counters.transactions, 1);
         Ok(value)
+    }
+
+    /// Marks events processed and retires the oldest processed ones past
+    /// the caps, in one transaction.
+    fn mark_processed(&mut self, ids: &[EventId], now: SystemTime) -> Result<usize> {
+        let ctx = "marking events processed";
+        let retention = &mut self.retention;
+        let r = Self::write_on(&mut self.conn, &self.counters, ctx, |c| {
+            let n = db::mark_processed(c, ids, now, |server, bytes| {
+                retention.processed(server, bytes)
+            })
+            .map_err(sql_err(ctx))?;
+            let pruned = retention.prune(c).map_err(sql_err(ctx))?;
+            Ok((n, pruned))
+        });
+        match r {
+            Ok((n, pruned)) => {
+                Counters::add(&self.counters.events_pruned, pruned);
+                Ok(n)
+            }
+            Err(e) => {
+                // Rolled back: the in-memory view may have counted changes
+                // that did not happen.
+                self.resync();
+                Err(e)
+            }
+        }
+    }
+
+    /// Reloads the retention view from the database after a failed
+    /// transaction.
+    fn resync(&mut self) {
+        if let Err(e) = self.retention.reload(&self.conn) {
+            ::log::error!(
+                "store: reloading event usage failed (caps may be off until the next success): {e}"
+            );
+        }
     }
 
     fn execute(&mut self, cmd: Command, flushed: Result<()>) {
@@ -493,11 +573,7 @@ impl Worker {
                 let _ = reply.send(db::get_event(&self.conn, id));
             }
             Command::MarkProcessed { ids, reply } => {
-                let ctx = "marking events processed";
-                let r = self.write(ctx, |c| {
-                    db::mark_processed(c, &ids, now).map_err(sql_err(ctx))
-                });
-                let _ = reply.send(r);
+                let _ = reply.send(self.mark_processed(&ids, now));
             }
             Command::Grant {
                 scope,
@@ -578,25 +654,32 @@ impl Worker {
             let mut replies = std::mem::take(&mut self.batch.replies);
             let waiters = std::mem::take(&mut self.batch.waiters);
             let n = events.len() as u64;
+            // Lifecycle lines about refusals, written with this batch's logs.
+            let mut notices = Vec::new();
+            let retention = &mut self.retention;
             let inserted = (|| {
                 let tx = self
                     .conn
                     .transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let ids = db::insert_events(&tx, events.iter())?;
+                let ids = db::insert_events(&tx, events.iter(), |e, bytes| {
+                    retention.admit(&e.server, &e.method, bytes, &mut notices)
+                })?;
                 tx.commit()?;
                 Ok::<_, rusqlite::Error>(ids)
             })();
+            self.batch.logs.append(&mut notices);
             match inserted {
                 Ok(ids) => {
+                    let written = ids.iter().filter(|id| id.is_some()).count() as u64;
                     Counters::add(&self.counters.transactions, 1);
-                    Counters::add(&self.counters.events_written, n);
+                    Counters::add(&self.counters.events_written, written);
+                    Counters::add(&self.counters.events_refused, n - written);
                     self.counters
                         .largest_event_batch
-                        .fetch_max(n, Ordering::AcqRel);
-                    for (reply, id) in replies.drain(..).zip(ids) {
-                        if let Some(reply) = reply {
-                            let _ = reply.send(Ok(id));
-                        }
+                        .fetch_max(written, Ordering::AcqRel);
+                    for ((reply, id), e) in replies.drain(..).zip(ids).zip(&events) {
+                        let Some(reply) = reply else { continue };
+                        let _ = reply.send(id.ok_or_else(|| refused(&e.event)));
                     }
                 }
                 Err(e) => {
@@ -614,6 +697,7 @@ impl Worker {
                         let _ = reply.send(Err(store_err("persisting events", &err)));
                     }
                     result = Err(err);
+                    self.resync();
                 }
             }
             // Keep the allocations for the next batch.
@@ -687,6 +771,12 @@ impl Worker {
             }
         }
         let mut result = self.commit();
+        // Refusals still going on are reported with their count.
+        let episodes = self.retention.open_episodes();
+        if !episodes.is_empty() {
+            self.batch.logs.extend(episodes);
+            keep_first(&mut result, self.commit());
+        }
         keep_first(&mut result, self.logs.close());
         if let Err((_, e)) = self.conn.close() {
             keep_first(&mut result, Err(sql_err("closing the database")(e)));

@@ -50,6 +50,8 @@ pub enum Cmd {
         name: String,
         target: Target,
         env: Vec<(String, String)>,
+        /// Stored with the server: it inherits the whole environment.
+        inherit_env: bool,
         description: Option<String>,
         friendly_name: Option<String>,
         disabled: bool,
@@ -90,17 +92,20 @@ pub struct Global {
     pub json: bool,
     pub timeout: Option<std::time::Duration>,
     pub media_dir: Option<String>,
+    /// Every stdio server started by this run inherits the whole
+    /// environment (not only the allowlist and its `env`).
+    pub inherit_env: bool,
 }
 
 pub const USAGE: &str = "\
 skald-mcp — a command-line MCP client
 
 USAGE:
-  skald-mcp [--db PATH] [--json] [--timeout SECS] [--media-dir DIR] COMMAND
+  skald-mcp [--db PATH] [--json] [--timeout SECS] [--media-dir DIR] [--inherit-env] COMMAND
 
 Servers (stored in the database; default $SKALD_MCP_DB, else
 $XDG_DATA_HOME/skald-mcp/mcp.db or ~/.local/share/skald-mcp/mcp.db):
-  add NAME [--env K=V]... [--description D] [--friendly-name F] [--disabled] -- COMMAND [ARGS...]
+  add NAME [--env K=V]... [--inherit-env] [--description D] [--friendly-name F] [--disabled] -- COMMAND [ARGS...]
   add NAME --url URL [--api-key KEY] [--description D] [--friendly-name F] [--disabled]
   list [--check]                 servers; --check connects each and shows its status
   remove NAME
@@ -125,6 +130,11 @@ HTTP servers without --api-key may ask for OAuth: the authorization URL is
 printed and the browser's redirect comes back to a loopback port; tokens are
 kept in the database. SKALD_MCP_OAUTH_HEADLESS=1 follows the URL without a
 browser (servers that approve automatically).
+
+A stdio server gets only HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG,
+LC_ALL, LC_CTYPE, TZ and TMPDIR from this environment, plus its --env
+(values may be ${VAR}); --inherit-env passes the whole environment (with
+add: stored with the server; before COMMAND: for every server of this run).
 
 Exit codes: 0 success, 1 tool error, 2 usage error, 3 connection or protocol error.
 RUST_LOG=mcp_client=debug shows the servers' stderr.";
@@ -290,6 +300,10 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
                 c.next();
                 g.media_dir = Some(c.value("--media-dir")?);
             }
+            Some("--inherit-env") => {
+                c.next();
+                g.inherit_env = true;
+            }
             _ => break,
         }
     }
@@ -303,6 +317,7 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
             let name = c.positional("NAME")?;
             let (mut env, mut description, mut friendly_name, mut disabled) =
                 (Vec::new(), None, None, false);
+            let mut inherit_env = false;
             let target = loop {
                 match c.peek() {
                     Some("--env") => {
@@ -320,6 +335,10 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
                     Some("--disabled") => {
                         c.next();
                         disabled = true;
+                    }
+                    Some("--inherit-env") => {
+                        c.next();
+                        inherit_env = true;
                     }
                     Some("--" | "--url") => break parse_target(&mut c)?.expect("peeked a target"),
                     Some(other) => {
@@ -342,10 +361,16 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
                     other => return Err(Usage(format!("unexpected argument {other:?} to add"))),
                 }
             }
+            if inherit_env && matches!(target, Target::Url { .. }) {
+                return Err(Usage(
+                    "--inherit-env applies to stdio servers, not --url".into(),
+                ));
+            }
             Cmd::Add {
                 name,
                 target,
                 env,
+                inherit_env,
                 description,
                 friendly_name,
                 disabled,

@@ -201,6 +201,9 @@ fn options(g: &Global, store: Option<&Store>) -> ClientOptions {
     if let Some(t) = g.timeout {
         o = o.call_timeout(t);
     }
+    if g.inherit_env {
+        o = o.inherit_env(true);
+    }
     if let Some(s) = store {
         o = o.notifications(s.events_sender()).logs(s.log_sender());
     }
@@ -262,6 +265,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
             name,
             target,
             env,
+            inherit_env,
             description,
             friendly_name,
             disabled,
@@ -275,6 +279,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
                 }
             };
             cfg.env = env.into_iter().collect();
+            cfg.inherit_env = inherit_env;
             cfg.description = description;
             cfg.friendly_name = friendly_name;
             cfg.enabled = !disabled;
