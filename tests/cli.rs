@@ -362,3 +362,25 @@ fn a_closed_stdout_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
 }
+
+/// A server that exits at start-up for lack of an environment variable:
+/// the one-line error says why, with the line the server printed.
+#[test]
+fn a_start_failure_shows_the_servers_stderr() {
+    let e = Env::new();
+    let o = e.run(&[
+        "connect",
+        "tools",
+        "--",
+        "python3",
+        &repo_path("scripts/missing_env_mcp_server.py"),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("exit status: 1")
+            && err.contains("Error: BRAVE_API_KEY environment variable is required"),
+        "{err}"
+    );
+}

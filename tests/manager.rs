@@ -168,6 +168,24 @@ fn a_failing_server_does_not_block_the_others_and_disabled_ones_stay_off() {
     );
 }
 
+/// The manager's recorded start failure says why the server ended: its
+/// last stderr line (issue 24).
+#[test]
+fn a_start_failure_records_the_servers_stderr() {
+    let dir = tempdir();
+    let m = McpManager::open(config(&dir)).unwrap();
+    assert!(m
+        .register(script_config("brave", "missing_env_mcp_server.py", &[]))
+        .is_err());
+    let errors = m.errors();
+    let e = errors.get("brave").expect("recorded");
+    assert!(
+        e.contains("Error: BRAVE_API_KEY environment variable is required"),
+        "{e}"
+    );
+    m.close().unwrap();
+}
+
 #[test]
 fn media_becomes_a_file_served_with_its_content_type() {
     let dir = tempdir();

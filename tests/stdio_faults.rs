@@ -322,3 +322,29 @@ fn a_huge_tool_list_is_cut_at_the_caps() {
     assert!((150..=250).contains(&n), "{n} tools kept");
     s.close().unwrap();
 }
+
+/// A server that exits during start-up for lack of an environment variable
+/// says why on stderr: the error carries that line (issue 24), with the
+/// configuration's env values redacted.
+#[test]
+fn a_start_failure_quotes_the_servers_last_stderr_lines() {
+    let cfg = script_config("brave", "missing_env_mcp_server.py", &[]);
+    let Err(e) = McpServer::connect(&cfg, test_options()) else {
+        panic!("the server was to exit");
+    };
+    let text = e.to_string();
+    assert!(matches!(e, McpError::Disconnected { .. }), "{text}");
+    assert!(
+        text.contains("Error: BRAVE_API_KEY environment variable is required"),
+        "{text}"
+    );
+    let secret = "brave-secret-0123456789";
+    let mut cfg = script_config("brave", "missing_env_mcp_server.py", &[]);
+    cfg.env.insert("BRAVE_API_KEY".into(), secret.into());
+    let Err(e) = McpServer::connect(&cfg, test_options()) else {
+        panic!("the server was to exit");
+    };
+    let text = e.to_string();
+    assert!(text.contains("rejected key <redacted>"), "{text}");
+    assert!(!text.contains(secret), "the env value leaked: {text}");
+}

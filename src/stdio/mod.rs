@@ -47,9 +47,11 @@ use crate::peer::{client_capabilities, InlineRead, Outbound, Peer, SendFailure};
 
 mod reader;
 mod spawn;
+mod tail;
 
 use reader::{reader_loop, StdoutShared};
 use spawn::{EnvBase, Proc, Spawned, Spec};
+use tail::StderrTail;
 
 /// How long `Drop` and `close()` wait for the I/O threads to finish after
 /// the child is dead, before leaving them detached.
@@ -475,6 +477,8 @@ impl McpServer {
             base,
             cwd: config.cwd.clone(),
         };
+        let (stderr_ended_tx, stderr_ended) = bounded::<()>(0);
+        let tail = Arc::new(StderrTail::new(spec.env.values(), stderr_ended));
         let spawned = spawner::spawn(spec).map_err(|source| McpError::Spawn {
             server: name.clone(),
             command: command.clone(),
@@ -543,11 +547,12 @@ impl McpServer {
             let done = all_done_tx.clone();
             let c = Arc::clone(&child);
             let cl = Arc::clone(&closing);
+            let t = Arc::clone(&tail);
             threads.push(crate::threads::spawn(
                 format!("mcp-{name}-out"),
                 READER_THREAD_STACK,
                 move || {
-                    reader_loop(&stdout, &p, &c, &cl, pid);
+                    reader_loop(&stdout, &p, &c, &cl, pid, &t);
                     drop(reader_done_tx);
                     drop(done);
                 },
@@ -558,7 +563,8 @@ impl McpServer {
                 format!("mcp-{name}-err"),
                 IO_THREAD_STACK,
                 move || {
-                    stderr_loop(stderr, &p);
+                    stderr_loop(stderr, &p, &tail);
+                    drop(stderr_ended_tx);
                     drop(done);
                 },
             )?);
@@ -784,7 +790,7 @@ fn writer_loop(stdin: Arc<StdinShared>, rx: Receiver<WriterMsg>, peer: Weak<Peer
     stop(&stdin);
 }
 
-fn stderr_loop(stderr: ChildStderr, peer: &Peer) {
+fn stderr_loop(stderr: ChildStderr, peer: &Peer, tail: &StderrTail) {
     let mut r = BufReader::with_capacity(16 * 1024, stderr);
     let mut buf = Vec::with_capacity(512);
     loop {
@@ -798,6 +804,7 @@ fn stderr_loop(stderr: ChildStderr, peer: &Peer) {
                     line.push_str(" […truncated]");
                 }
                 ::log::debug!(target: "mcp_client", "[{}] {line}", peer.name);
+                tail.push(&line);
                 peer.log_line(LogTag::Stderr, line);
             }
             Ok(None) | Err(_) => return,

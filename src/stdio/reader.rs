@@ -443,6 +443,17 @@ fn exit_description(child: &Arc<Mutex<Option<super::spawn::Proc>>>) -> Option<St
     }
 }
 
+/// `reason` with the server's last stderr lines, which usually say why it
+/// ended; unchanged when the client is closing it (the lines would explain
+/// nothing, and waiting for them would slow the close).
+fn ended_by_server(reason: String, closing: &AtomicBool, tail: &super::StderrTail) -> String {
+    if closing.load(Ordering::Acquire) {
+        reason
+    } else {
+        tail.explain(reason)
+    }
+}
+
 /// The `mcp-<name>-out` thread: routes whatever no caller reads, and ends
 /// the connection at end of file, on a read error, or on an oversized line.
 pub(super) fn reader_loop(
@@ -451,6 +462,7 @@ pub(super) fn reader_loop(
     child: &Arc<Mutex<Option<super::spawn::Proc>>>,
     closing: &AtomicBool,
     pid: u32,
+    tail: &super::StderrTail,
 ) {
     let max = peer.opts.max_message_size;
     let never = || false;
@@ -481,12 +493,13 @@ pub(super) fn reader_loop(
             // process (a grandchild) holds its stdout open: nothing will
             // answer the calls in flight.
             drop(st);
-            break match exit_description(child) {
+            let reason = match exit_description(child) {
                 Some(status) => format!(
                     "the server exited ({status}); a process it started still holds its stdout"
                 ),
                 None => "the server exited; a process it started still holds its stdout".to_owned(),
             };
+            break ended_by_server(reason, closing, tail);
         }
         match drained {
             Drained::WouldBlock(0) if input => {
@@ -497,10 +510,11 @@ pub(super) fn reader_loop(
             Drained::WouldBlock(_) | Drained::Ready => {}
             Drained::Eof => {
                 drop(st);
-                break match exit_description(child) {
+                let reason = match exit_description(child) {
                     Some(status) => format!("the server exited ({status})"),
                     None => "the server closed its stdout".to_owned(),
                 };
+                break ended_by_server(reason, closing, tail);
             }
             Drained::TooLong => {
                 shared.finished.store(true, Ordering::Release);
