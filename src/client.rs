@@ -316,6 +316,13 @@ pub struct ClientOptions {
     /// with the server's row): tried first in auto mode, and re-probed when
     /// it turns out wrong.
     pub era_hint: Option<Era>,
+    /// For a server configured as [`McpTransport::Http`](crate::McpTransport::Http):
+    /// the HTTP transport it was found to speak before
+    /// ([`McpServerClient::transport`]; the manager and the CLI keep it
+    /// with the server's row). `Some(Sse)` goes to HTTP+SSE first (and to
+    /// Streamable HTTP when that turns out wrong); `None` follows what this
+    /// process found for the URL, else Streamable HTTP first.
+    pub wire_hint: Option<crate::McpTransport>,
     /// How long a stdio server may leave the `server/discover` probe
     /// unanswered before `initialize` is sent as well (whichever is answered
     /// first decides the era).
@@ -367,6 +374,7 @@ impl Default for ClientOptions {
             era: EraPreference::Auto,
             protocol_version: None,
             era_hint: None,
+            wire_hint: None,
             discover_timeout: limits::DISCOVER_PROBE_TIMEOUT,
             log_level: Some(LogLevel::Debug),
             inherit_env: false,
@@ -405,6 +413,7 @@ impl fmt::Debug for ClientOptions {
             .field("era", &self.era)
             .field("protocol_version", &self.protocol_version)
             .field("era_hint", &self.era_hint)
+            .field("wire_hint", &self.wire_hint)
             .field("discover_timeout", &self.discover_timeout)
             .field("log_level", &self.log_level)
             .field("inherit_env", &self.inherit_env)
@@ -589,6 +598,14 @@ pub trait McpServerClient: Send + Sync {
 
     /// Lists every tool, following `nextCursor` up to the page cap.
     fn list_tools(&self) -> Result<Vec<McpTool>>;
+
+    /// The transport this connection speaks: `Stdio`, `Http` (Streamable
+    /// HTTP) or `Sse` (HTTP+SSE, also when a server configured as `http`
+    /// was reached by the fallback). `None` for implementations outside
+    /// this crate that do not say.
+    fn transport(&self) -> Option<crate::McpTransport> {
+        None
+    }
 
     /// Calls a tool with the connection's default options.
     fn call_tool(&self, name: &str, arguments: Value) -> Result<McpCallResult> {

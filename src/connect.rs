@@ -34,25 +34,115 @@ use crate::stdio::McpServer;
 /// the server refuses the Streamable HTTP `initialize` with `400`, `404` or
 /// `405`, the client tries the deprecated HTTP+SSE transport at the same
 /// URL (a `GET` that must answer an event stream naming its endpoint), and
-/// an error names both attempts when neither works. A URL found to speak
-/// HTTP+SSE is remembered for the process, so the next connection goes
-/// there at once.
+/// an error names both attempts when neither works. The transport found is
+/// [`McpServerClient::transport`]; given back as
+/// [`ClientOptions::wire_hint`] (the manager and the CLI keep it with the
+/// server's row) it is tried first next time, and a URL found to speak
+/// HTTP+SSE is also remembered for the process. When the remembered
+/// transport turns out wrong (an HTTP+SSE `GET` answered with anything but
+/// an event stream), the other one is tried.
 pub fn connect(
     config: &McpServerConfig,
     options: ClientOptions,
 ) -> Result<Arc<dyn McpServerClient>> {
     Ok(match config.transport {
         McpTransport::Stdio => Arc::new(McpServer::connect(config, options)?),
-        McpTransport::Http if speaks_sse(config) => {
-            Arc::new(McpSseServer::connect(config, options)?)
-        }
-        McpTransport::Http => match McpHttpServer::connect(config, options.clone()) {
-            Ok(s) => Arc::new(s),
-            Err(e) if wants_sse_fallback(&e) => Arc::new(sse_fallback(config, options, &e)?),
-            Err(e) => return Err(e),
-        },
         McpTransport::Sse => Arc::new(McpSseServer::connect(config, options)?),
+        McpTransport::Http => with_http_fallback(config, options, &mut |wire, options| {
+            Ok(match wire {
+                McpTransport::Sse => Arc::new(McpSseServer::connect(config, options)?),
+                _ => Arc::new(McpHttpServer::connect(config, options)?),
+            })
+        })?,
     })
+}
+
+/// Connects an `http` server with `attempt` (which makes a connection over
+/// the given HTTP transport and does its handshake), in the order
+/// [`http_order`] gives, trying the other transport when the first one's
+/// failure says so; remembers what worked for the process. The manager
+/// passes an `attempt` that keeps each connection while its handshake
+/// runs, so that closing the manager interrupts it.
+pub(crate) fn with_http_fallback(
+    config: &McpServerConfig,
+    options: ClientOptions,
+    attempt: &mut dyn FnMut(McpTransport, ClientOptions) -> Result<Arc<dyn McpServerClient>>,
+) -> Result<Arc<dyn McpServerClient>> {
+    let [first, second] = http_order(config, &options);
+    let first_err = match attempt(first, options.clone()) {
+        Ok(c) => {
+            remember_wire(config, first);
+            return Ok(c);
+        }
+        Err(e) if try_other_wire(first, &e) => e,
+        Err(e) => return Err(e),
+    };
+    if let Some(logs) = &options.logs {
+        let _ = logs.send(crate::log::McpLogLine::now(
+            config.name.clone(),
+            crate::log::LogTag::Lifecycle,
+            format!(
+                "{} refused ({first_err}); trying {}",
+                wire_name(first),
+                wire_name(second)
+            ),
+        ));
+    }
+    match attempt(second, options) {
+        Ok(c) => {
+            remember_wire(config, second);
+            Ok(c)
+        }
+        Err(second_err) => {
+            let (http_err, sse_err) = match first {
+                McpTransport::Sse => (&second_err, &first_err),
+                _ => (&first_err, &second_err),
+            };
+            Err(McpError::Http {
+                server: config.name.clone(),
+                method: Some("initialize".into()),
+                status: None,
+                message: format!(
+                    "neither transport worked: Streamable HTTP: {http_err}; HTTP+SSE: {sse_err}"
+                ),
+                source: None,
+            })
+        }
+    }
+}
+
+/// The two HTTP transports of an `http` server, in the order to try them:
+/// the hinted (or remembered) one first, else Streamable HTTP.
+fn http_order(config: &McpServerConfig, options: &ClientOptions) -> [McpTransport; 2] {
+    let sse_first = match options.wire_hint {
+        Some(hint) => hint == McpTransport::Sse,
+        None => speaks_sse(config),
+    };
+    if sse_first {
+        [McpTransport::Sse, McpTransport::Http]
+    } else {
+        [McpTransport::Http, McpTransport::Sse]
+    }
+}
+
+/// A connection over `wire` (Streamable HTTP or HTTP+SSE) to `config`'s
+/// URL, not contacted yet.
+pub(crate) fn lazy_http(
+    config: &McpServerConfig,
+    options: ClientOptions,
+    wire: McpTransport,
+) -> Result<Arc<dyn McpServerClient>> {
+    Ok(match wire {
+        McpTransport::Sse => Arc::new(McpSseServer::new(config, options)?),
+        _ => Arc::new(McpHttpServer::new(config, options)?),
+    })
+}
+
+fn wire_name(wire: McpTransport) -> &'static str {
+    match wire {
+        McpTransport::Sse => "HTTP+SSE",
+        _ => "Streamable HTTP",
+    }
 }
 
 /// URLs found to speak only HTTP+SSE in this process.
@@ -62,62 +152,43 @@ fn sse_urls() -> &'static Mutex<HashSet<String>> {
 }
 
 /// Whether `config`'s URL was found to speak only HTTP+SSE.
-pub(crate) fn speaks_sse(config: &McpServerConfig) -> bool {
+fn speaks_sse(config: &McpServerConfig) -> bool {
     config
         .url
         .as_ref()
         .is_some_and(|u| sse_urls().lock().contains(u))
 }
 
-/// Whether a failed Streamable HTTP handshake is the spec's signal to try
-/// HTTP+SSE: the `POST` of `initialize` answered `400`, `404` or `405`.
-pub(crate) fn wants_sse_fallback(e: &McpError) -> bool {
-    matches!(
-        e,
-        McpError::Http {
-            status: Some(400 | 404 | 405),
-            ..
+/// Remembers for the process which transport `config`'s URL spoke.
+fn remember_wire(config: &McpServerConfig, wire: McpTransport) {
+    if let Some(u) = &config.url {
+        let mut urls = sse_urls().lock();
+        if wire == McpTransport::Sse {
+            urls.insert(u.clone());
+        } else {
+            urls.remove(u);
         }
-    )
+    }
 }
 
-/// The HTTP+SSE attempt after Streamable HTTP failed with `first`; an
-/// error names both.
-pub(crate) fn sse_fallback(
-    config: &McpServerConfig,
-    options: ClientOptions,
-    first: &McpError,
-) -> Result<McpSseServer> {
-    if let Some(logs) = &options.logs {
-        let _ = logs.send(crate::log::McpLogLine::now(
-            config.name.clone(),
-            crate::log::LogTag::Lifecycle,
-            format!("Streamable HTTP refused ({first}); trying the HTTP+SSE transport"),
-        ));
-    }
-    match McpSseServer::connect(config, options) {
-        Ok(s) => {
-            if let Some(u) = &config.url {
-                sse_urls().lock().insert(u.clone());
-            }
-            Ok(s)
-        }
-        Err(second) => Err(McpError::Http {
-            server: config.name.clone(),
-            method: Some("initialize".into()),
-            status: None,
-            message: format!(
-                "neither transport worked: Streamable HTTP: {first}; HTTP+SSE: {second}"
-            ),
-            source: None,
-        }),
+/// Whether a failed handshake over `wire` is the signal to try the other
+/// HTTP transport. Streamable HTTP: the spec's rule, the `POST` of
+/// `initialize` answered `400`, `404` or `405`. HTTP+SSE (tried first
+/// because it was remembered): the server answered the `GET` at all, but not
+/// with an event stream naming an endpoint, so it may have moved on to
+/// Streamable HTTP. A server that cannot be reached is not retried.
+fn try_other_wire(wire: McpTransport, e: &McpError) -> bool {
+    match (wire, e) {
+        (McpTransport::Sse, McpError::Http { status, .. }) => status.is_some(),
+        (_, McpError::Http { status, .. }) => matches!(status, Some(400 | 404 | 405)),
+        _ => false,
     }
 }
 
 /// [`connect`] without the handshake: a stdio server is spawned, an HTTP one
 /// is not contacted yet (and an `http` server refusing Streamable HTTP is
-/// not retried over HTTP+SSE, except that a URL already found to speak it
-/// goes there; the manager does the fallback itself). The first request (or
+/// not retried over HTTP+SSE; the hinted or remembered transport is the one
+/// made). The first request (or
 /// [`McpServerClient::initialize`]) agrees on the era. For callers that want
 /// to hold the connection (to close it from another thread) while it starts.
 pub fn connect_lazy(
@@ -126,8 +197,10 @@ pub fn connect_lazy(
 ) -> Result<Arc<dyn McpServerClient>> {
     Ok(match config.transport {
         McpTransport::Stdio => Arc::new(McpServer::spawn(config, options)?),
-        McpTransport::Http if speaks_sse(config) => Arc::new(McpSseServer::new(config, options)?),
-        McpTransport::Http => Arc::new(McpHttpServer::new(config, options)?),
+        McpTransport::Http => {
+            let [first, _] = http_order(config, &options);
+            lazy_http(config, options, first)?
+        }
         McpTransport::Sse => Arc::new(McpSseServer::new(config, options)?),
     })
 }

@@ -239,9 +239,7 @@ fn http_falls_back_to_sse_and_remembers_it() {
     );
     let lines: Vec<String> = lrx.try_iter().map(|l| l.text).collect();
     assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("trying the HTTP+SSE transport")),
+        lines.iter().any(|l| l.contains("trying HTTP+SSE")),
         "{lines:?}"
     );
     c.close().unwrap();
@@ -307,4 +305,132 @@ fn an_error_names_both_attempts_when_neither_works() {
         e.contains("Streamable HTTP") && e.contains("HTTP+SSE") && e.contains("404"),
         "{e}"
     );
+}
+
+/// The HTTP transport found is kept with the server's row (migration
+/// 0007), like its era: a manager that finds an `http` server speaking only
+/// HTTP+SSE records `sse`; a row that says `sse` sends the next start to
+/// HTTP+SSE at once, also for a URL this process never saw (no refused
+/// POST); and a row that says `sse` for a server that moved to Streamable
+/// HTTP is corrected: its GET is refused, Streamable HTTP works, the row
+/// then says `http`.
+#[test]
+fn the_http_transport_found_is_kept_with_the_servers_row() {
+    use skald_mcp::manager::{ManagerConfig, McpManager};
+    let dir = std::env::temp_dir().join(format!("skald-sse-row-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut mc = ManagerConfig::in_dir(&dir);
+    mc.client = test_options();
+    let m = McpManager::open(mc).unwrap();
+
+    let first = bundled("normal");
+    m.register(McpServerConfig::http(
+        "found",
+        format!("http://127.0.0.1:{}/sse", first.port),
+    ))
+    .unwrap();
+    assert_eq!(
+        m.call("mcp__found__echo", json!({"text": "a"}))
+            .unwrap()
+            .to_wire(),
+        "a"
+    );
+    assert_eq!(
+        m.store().server_wire("found").unwrap(),
+        Some(McpTransport::Sse)
+    );
+    assert!(state(&first)["refused_posts"].as_u64().unwrap() >= 1);
+
+    // A server registered disabled, its row set to `sse`, then started.
+    let start_with_row = |name: &str, url: String, wire: McpTransport| {
+        let mut cfg = McpServerConfig::http(name, url);
+        cfg.enabled = false;
+        m.register(cfg).unwrap();
+        assert!(m.store().set_server_wire(name, wire).unwrap());
+        m.set_enabled(name, true).unwrap();
+        m.restart(name).unwrap();
+    };
+    let second = bundled("normal");
+    start_with_row(
+        "known",
+        format!("http://127.0.0.1:{}/sse", second.port),
+        McpTransport::Sse,
+    );
+    assert_eq!(
+        m.call("mcp__known__echo", json!({"text": "b"}))
+            .unwrap()
+            .to_wire(),
+        "b"
+    );
+    assert_eq!(
+        state(&second)["refused_posts"].as_u64().unwrap(),
+        0,
+        "the row sent the first start to HTTP+SSE"
+    );
+
+    let moved = Server::hostile(&["--get", "405"]);
+    start_with_row("moved", moved.url(), McpTransport::Sse);
+    assert_eq!(
+        m.call("mcp__moved__echo", json!({"text": "c"}))
+            .unwrap()
+            .to_wire(),
+        "c"
+    );
+    assert_eq!(
+        m.store().server_wire("moved").unwrap(),
+        Some(McpTransport::Http)
+    );
+    let verbs: Vec<String> = moved
+        .received()
+        .iter()
+        .map(|r| r["verb"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(verbs.first().map(String::as_str), Some("GET"), "{verbs:?}");
+    let log = std::fs::read_to_string(m.store().log_path("moved")).unwrap();
+    assert!(
+        log.contains("HTTP+SSE refused") && log.contains("trying Streamable HTTP"),
+        "{log}"
+    );
+    m.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The CLI reaches an HTTP+SSE-only server with `--url` alone, and a
+/// stored `http` server that fell back is shown as `http/sse` and goes to
+/// HTTP+SSE at once in the next process (the row, not process memory).
+#[test]
+fn the_cli_connects_to_an_sse_only_server_with_url_alone() {
+    let server = bundled("normal");
+    let url = format!("http://127.0.0.1:{}/sse", server.port);
+    let dir = std::env::temp_dir().join(format!("skald-sse-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cli = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_skald-mcp"))
+            .args(args)
+            .env("SKALD_MCP_DB", dir.join("mcp.db"))
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let tools = cli(&["connect", "tools", "--url", &url]);
+    assert!(tools.contains("echo"), "{tools}");
+    assert!(cli(&["connect", "call", "echo", "--arg", "text=hi", "--url", &url]).contains("hi"));
+    cli(&["add", "old", "--url", &url]);
+    assert!(cli(&["call", "old", "echo", "--arg", "text=one"]).contains("one"));
+    let refused = state(&server)["refused_posts"].as_u64().unwrap();
+    assert!(cli(&["call", "old", "echo", "--arg", "text=two"]).contains("two"));
+    assert_eq!(
+        state(&server)["refused_posts"].as_u64().unwrap(),
+        refused,
+        "the second process went to HTTP+SSE at once"
+    );
+    let list = cli(&["list"]);
+    assert!(list.contains("http/sse"), "{list}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

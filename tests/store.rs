@@ -1092,3 +1092,39 @@ fn a_flooding_server_is_held_at_the_caps_and_refusals_are_counted_and_logged() {
     drop((flood, padded));
     store.close().unwrap();
 }
+
+/// The HTTP transport a server was found to speak is kept with its row,
+/// survives an upsert of its configuration and a reopen, and is absent for
+/// servers never connected or not stored.
+#[test]
+fn the_http_transport_found_is_kept_with_the_row() {
+    use skald_mcp::McpTransport;
+    let tmp = TempDir::new();
+    let store = Store::open(tmp.config()).unwrap();
+    let h = store.handle();
+    let cfg = McpServerConfig::http("old", "http://127.0.0.1:1/sse");
+    h.upsert_server(&cfg).unwrap();
+    assert_eq!(h.server_wire("old").unwrap(), None);
+    assert!(h.set_server_wire("old", McpTransport::Sse).unwrap());
+    assert!(!h.set_server_wire("absent", McpTransport::Sse).unwrap());
+    assert_eq!(h.server_wire("absent").unwrap(), None);
+    let mut described = cfg.clone();
+    described.description = Some("described".into());
+    h.upsert_server(&described).unwrap();
+    assert_eq!(h.server_wire("old").unwrap(), Some(McpTransport::Sse));
+    store.close().unwrap();
+    let store = Store::open(tmp.config()).unwrap();
+    assert_eq!(
+        store.handle().server_wire("old").unwrap(),
+        Some(McpTransport::Sse)
+    );
+    assert!(store
+        .handle()
+        .set_server_wire("old", McpTransport::Http)
+        .unwrap());
+    assert_eq!(
+        store.handle().server_wire("old").unwrap(),
+        Some(McpTransport::Http)
+    );
+    store.close().unwrap();
+}

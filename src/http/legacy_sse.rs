@@ -166,10 +166,15 @@ impl Shared {
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let excerpt = self.quote_body(resp.into_body());
+            let hint = if status == 401 {
+                " (this client does OAuth over Streamable HTTP only; give an api key)"
+            } else {
+                ""
+            };
             return Err(self.http_err(
                 Some(status),
                 format!(
-                    "GET {} (the HTTP+SSE event stream) was answered {}: {excerpt}",
+                    "GET {} (the HTTP+SSE event stream) was answered {}{hint}: {excerpt}",
                     self.shown_url,
                     status_text(status)
                 ),
@@ -539,12 +544,11 @@ impl McpSseServer {
             }
             EraPreference::Auto | EraPreference::Legacy => options.era = EraPreference::Legacy,
         }
-        if options.oauth.is_some() {
-            return Err(config_err(
-                "OAuth is not supported over the HTTP+SSE transport; use an api_key or transport http"
-                    .into(),
-            ));
-        }
+        // OAuth belongs to Streamable HTTP (the 2024-11-05 transport
+        // predates it): options that carry it (the CLI's, the manager's
+        // for every HTTP server) are accepted and unused, and a `401` says
+        // so.
+        options.oauth = None;
         let url = config.url.clone().unwrap_or_default();
         let auth = bearer_header(config)?;
         // No per-read timeout: the event stream may stay silent between
@@ -616,6 +620,10 @@ impl Drop for McpSseServer {
 impl crate::peer::Connection for McpSseServer {
     fn peer(&self) -> &Peer {
         &self.peer
+    }
+
+    fn transport(&self) -> crate::McpTransport {
+        crate::McpTransport::Sse
     }
 
     fn close_connection(&self) -> Result<()> {

@@ -1557,6 +1557,10 @@ impl crate::peer::Connection for McpHttpServer {
         &self.peer
     }
 
+    fn transport(&self) -> crate::McpTransport {
+        crate::McpTransport::Http
+    }
+
     fn close_connection(&self) -> Result<()> {
         self.shutdown(true);
         Ok(())

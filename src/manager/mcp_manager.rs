@@ -944,8 +944,9 @@ impl Inner {
                 reason: "the manager is closing".into(),
             });
         }
-        // The era this server spoke last time is tried first (and probed
-        // again when it turns out wrong).
+        // The era (and, for `http`, the HTTP transport) this server spoke
+        // last time is tried first, and probed again when it turns out
+        // wrong.
         let mut options = self.options();
         if options.era_hint.is_none() {
             options.era_hint = self
@@ -955,42 +956,52 @@ impl Inner {
                 .flatten()
                 .map(|(era, _)| era);
         }
-        let fallback_options = options.clone();
-        let made = crate::connect::connect_lazy(cfg, options);
-        let client = match made {
+        if cfg.transport == McpTransport::Http && options.wire_hint.is_none() {
+            options.wire_hint = self.handle.server_wire(&cfg.name).ok().flatten();
+        }
+        // Each attempt is kept in the slot while its handshake runs, so that
+        // close() can interrupt it.
+        let attempt = |made: Result<Arc<dyn McpServerClient>>| {
+            let client = made?;
+            if self.closed.load(Ordering::Acquire) {
+                let _ = client.close();
+                return Err(McpError::Disconnected {
+                    server: cfg.name.clone(),
+                    method: None,
+                    reason: "the manager is closing".into(),
+                });
+            }
+            self.with_slot(&cfg.name, |s| s.connecting = Some(Arc::clone(&client)));
+            match client.initialize() {
+                Ok(_) => Ok(client),
+                Err(e) => {
+                    let _ = client.close();
+                    Err(e)
+                }
+            }
+        };
+        let connected = match cfg.transport {
+            McpTransport::Http => {
+                crate::connect::with_http_fallback(cfg, options, &mut |wire, options| {
+                    attempt(crate::connect::lazy_http(cfg, options, wire))
+                })
+            }
+            _ => attempt(crate::connect::connect_lazy(cfg, options)),
+        };
+        let client = match connected {
             Ok(c) => c,
             Err(e) => {
-                self.with_slot(&cfg.name, |s| s.error = Some(e.to_string()));
+                self.with_slot(&cfg.name, |s| {
+                    s.connecting = None;
+                    s.error = Some(e.to_string());
+                });
                 self.lifecycle(&cfg.name, format!("failed to start: {e}"));
                 return Err(e);
             }
         };
-        self.with_slot(&cfg.name, |s| s.connecting = Some(Arc::clone(&client)));
         let outcome = client
             .initialize()
             .and_then(|info| client.list_tools_shared().map(|t| (info, t.len())));
-        // Streamable HTTP refused: the spec's fallback to HTTP+SSE.
-        let (client, outcome) = match outcome {
-            Err(e)
-                if cfg.transport == McpTransport::Http
-                    && crate::connect::wants_sse_fallback(&e)
-                    && !self.closed.load(Ordering::Acquire) =>
-            {
-                let _ = client.close();
-                match crate::connect::sse_fallback(cfg, fallback_options, &e) {
-                    Ok(s) => {
-                        let s: Arc<dyn McpServerClient> = Arc::new(s);
-                        self.with_slot(&cfg.name, |slot| slot.connecting = Some(Arc::clone(&s)));
-                        let o = s
-                            .initialize()
-                            .and_then(|info| s.list_tools_shared().map(|t| (info, t.len())));
-                        (s, o)
-                    }
-                    Err(e2) => (client, Err(e2)),
-                }
-            }
-            other => (client, other),
-        };
         self.with_slot(&cfg.name, |s| s.connecting = None);
         match outcome {
             Ok((info, n)) if !self.closed.load(Ordering::Acquire) => {
@@ -1009,6 +1020,11 @@ impl Inner {
                         .set_server_era(&cfg.name, info.era, &info.protocol_version)
                 {
                     ::log::warn!(target: "mcp_client", "[{}] could not record the protocol era: {e}", cfg.name);
+                }
+                if let (McpTransport::Http, Some(wire)) = (cfg.transport, client.transport()) {
+                    if let Err(e) = self.handle.set_server_wire(&cfg.name, wire) {
+                        ::log::warn!(target: "mcp_client", "[{}] could not record the HTTP transport: {e}", cfg.name);
+                    }
                 }
                 let old = self.with_slot(&cfg.name, |s| {
                     s.error = None;

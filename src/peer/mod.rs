@@ -1146,6 +1146,8 @@ pub(crate) trait Connection: Send + Sync {
     fn peer(&self) -> &Peer;
     /// Ends the connection (the transport's own shutdown).
     fn close_connection(&self) -> Result<()>;
+    /// The transport this is.
+    fn transport(&self) -> crate::McpTransport;
 }
 
 impl<C: Connection> crate::McpServerClient for C {
@@ -1159,6 +1161,10 @@ impl<C: Connection> crate::McpServerClient for C {
 
     fn list_tools(&self) -> Result<Vec<McpTool>> {
         self.peer().list_tools()
+    }
+
+    fn transport(&self) -> Option<crate::McpTransport> {
+        Some(Connection::transport(self))
     }
 
     fn call_tool_with(

@@ -817,6 +817,10 @@ impl crate::peer::Connection for McpServer {
         &self.peer
     }
 
+    fn transport(&self) -> crate::McpTransport {
+        crate::McpTransport::Stdio
+    }
+
     fn close_connection(&self) -> Result<()> {
         self.shutdown();
         Ok(())

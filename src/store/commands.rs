@@ -68,6 +68,15 @@ pub(crate) enum Command {
         name: String,
         reply: Reply<Option<(crate::era::Era, Option<String>)>>,
     },
+    SetServerWire {
+        name: String,
+        wire: crate::config::McpTransport,
+        reply: Reply<bool>,
+    },
+    GetServerWire {
+        name: String,
+        reply: Reply<Option<crate::config::McpTransport>>,
+    },
     PendingEvents {
         limit: usize,
         reply: Reply<Vec<StoredEvent>>,

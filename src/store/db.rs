@@ -424,6 +424,27 @@ pub(crate) fn server_era(
         .map(|row| row.and_then(|(era, v)| era.map(|e| (e, v))))
 }
 
+/// Records the HTTP transport (`http` or `sse`) `name` was found to speak;
+/// true if the server has a row.
+pub(crate) fn set_server_wire(conn: &Connection, name: &str, wire: &str) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached("UPDATE mcp_servers SET wire = ?2 WHERE name = ?1 AND wire IS NOT ?2")?
+        .execute(params![name, wire])?
+        > 0
+        || conn
+            .prepare_cached("SELECT 1 FROM mcp_servers WHERE name = ?1")?
+            .exists([name])?)
+}
+
+/// The HTTP transport recorded for `name`, if any.
+pub(crate) fn server_wire(conn: &Connection, name: &str) -> rusqlite::Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT wire FROM mcp_servers WHERE name = ?1")?
+        .query_row([name], |r| r.get::<_, Option<String>>(0))
+        .optional()?
+        .flatten())
+}
+
 impl GrantTable {
     fn table(self) -> &'static str {
         match self {

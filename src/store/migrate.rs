@@ -51,6 +51,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0006_mcp_server_inherit_env",
         sql: include_str!("../../migrations/0006_mcp_server_inherit_env.sql"),
     },
+    Migration {
+        version: 7,
+        name: "0007_mcp_server_wire",
+        sql: include_str!("../../migrations/0007_mcp_server_wire.sql"),
+    },
 ];
 
 /// The schema version this build creates and understands.

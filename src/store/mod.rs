@@ -483,6 +483,28 @@ impl StoreHandle {
         })
     }
 
+    /// Records which HTTP transport server `name` (configured as `http`)
+    /// was found to speak: [`McpTransport::Http`](crate::McpTransport::Http)
+    /// (Streamable HTTP) or [`McpTransport::Sse`](crate::McpTransport::Sse)
+    /// (reached by the fallback). The next start goes there first. False if
+    /// there is no such server.
+    pub fn set_server_wire(&self, name: &str, wire: crate::McpTransport) -> Result<bool> {
+        let name = name.to_string();
+        self.call("recording a server's HTTP transport", |reply| {
+            Command::SetServerWire { name, wire, reply }
+        })
+    }
+
+    /// The HTTP transport recorded for server `name` (see
+    /// [`set_server_wire`](Self::set_server_wire)); `None` before its first
+    /// HTTP connection.
+    pub fn server_wire(&self, name: &str) -> Result<Option<crate::McpTransport>> {
+        let name = name.to_string();
+        self.call("reading a server's HTTP transport", |reply| {
+            Command::GetServerWire { name, reply }
+        })
+    }
+
     /// Sets a server's `enabled` flag; true if the server exists.
     pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<bool> {
         let name = name.to_string();

@@ -532,6 +532,20 @@ impl Worker {
                     .map_err(sql_err(ctx));
                 let _ = reply.send(r);
             }
+            Command::SetServerWire { name, wire, reply } => {
+                let ctx = "recording a server's HTTP transport";
+                let r = self.write(ctx, |c| {
+                    db::set_server_wire(c, &name, wire.as_str()).map_err(sql_err(ctx))
+                });
+                let _ = reply.send(r);
+            }
+            Command::GetServerWire { name, reply } => {
+                let ctx = "reading a server's HTTP transport";
+                let r = db::server_wire(&self.conn, &name)
+                    .map(|w| w.and_then(|w| crate::config::McpTransport::parse(&w)))
+                    .map_err(sql_err(ctx));
+                let _ = reply.send(r);
+            }
             Command::SetEnabled {
                 name,
                 enabled,

@@ -236,13 +236,20 @@ fn connect(
         }
         opts.oauth = Some(oauth);
     }
-    // The era the server spoke last time is tried first.
+    // The era (and HTTP transport) the server spoke last time is tried
+    // first.
     if let (Some(s), None) = (store, opts.era_hint) {
         opts.era_hint = s.server_era(&cfg.name).ok().flatten().map(|(e, _)| e);
+    }
+    if let (Some(s), None, McpTransport::Http) = (store, opts.wire_hint, cfg.transport) {
+        opts.wire_hint = s.server_wire(&cfg.name).ok().flatten();
     }
     let client = skald_mcp::connect(cfg, opts)?;
     if let (Some(s), Ok(info)) = (store, client.initialize()) {
         let _ = s.set_server_era(&cfg.name, info.era, &info.protocol_version);
+        if let (McpTransport::Http, Some(wire)) = (cfg.transport, client.transport()) {
+            let _ = s.set_server_wire(&cfg.name, wire);
+        }
     }
     ACTIVE.lock().push(Arc::clone(&client));
     if INTERRUPTED.load(Ordering::Acquire) {
@@ -440,13 +447,22 @@ fn list(g: &Global, check: bool) -> Res {
         .iter()
         .map(|c| store.server_era(&c.name).ok().flatten())
         .collect();
+    // What each `http` server was found to speak: `http/sse` when the
+    // fallback to HTTP+SSE was taken.
+    let shown_transport = |c: &McpServerConfig| -> &'static str {
+        match (c.transport, store.server_wire(&c.name).ok().flatten()) {
+            (McpTransport::Http, Some(McpTransport::Sse)) => "http/sse",
+            (t, _) => t.as_str(),
+        }
+    };
     if g.json {
         let v: Vec<Value> = rows
             .iter()
             .enumerate()
             .map(|(i, c)| {
                 let era = eras[i].as_ref();
-                json!({"name": c.name, "transport": c.transport.as_str(), "enabled": c.enabled,
+                json!({"name": c.name, "transport": c.transport.as_str(),
+                       "speaks": shown_transport(c), "enabled": c.enabled,
                        "target": target_of(c), "description": c.description, "friendly_name": c.friendly_name,
                        "era": era.map(|e| e.0.as_str()),
                        "protocol_version": era.and_then(|e| e.1.clone()),
@@ -470,7 +486,7 @@ fn list(g: &Global, check: bool) -> Res {
             out!(
                 "{:<16} {:<9} {:<8} {:<8} {:<40} {}",
                 c.name,
-                c.transport.as_str(),
+                shown_transport(c),
                 if c.enabled { "yes" } else { "no" },
                 eras[i].as_ref().map_or("-", |e| e.0.as_str()),
                 truncate(&target_of(c), 40),
