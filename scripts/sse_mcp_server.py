@@ -23,6 +23,9 @@ Tools (initialize answers protocolVersion 2024-11-05):
   slow {seconds}    answers after `seconds` unless cancelled (notifications/cancelled)
   drop              ends the event stream without answering
   cancels           JSON list of the request ids the client cancelled
+  progress {steps}  `steps` notifications/progress for the request's progressToken, then "progressed"
+  notify {n}        `n` notifications "event/sse" {"i": 1..n}, then "notified"
+  big {bytes}       a text of `bytes` "x" characters
 GET /_state: {"streams_open": n, "streams_closed": n, "posts": n, "refused_posts": n (POSTs to any
 other path, e.g. a Streamable HTTP attempt at /sse)}
 """
@@ -86,7 +89,8 @@ def handle(session, msg):
         reply({})
     elif method == "tools/list":
         reply({"tools": [{"name": n, "inputSchema": {"type": "object"}}
-                         for n in ("echo", "log", "ask", "slow", "drop", "cancels")]})
+                         for n in ("echo", "log", "ask", "slow", "drop", "cancels", "progress",
+                                   "notify", "big")]})
     elif method == "tools/call":
         threading.Thread(target=call, args=(session, mid, params), daemon=True).start()
     else:
@@ -128,6 +132,21 @@ def call(session, mid, params):
     elif name == "cancels":
         with LOCK:
             reply(json.dumps(STATE["cancels"]))
+    elif name == "progress":
+        token = (params.get("_meta") or {}).get("progressToken")
+        steps = int(args.get("steps", 3))
+        for i in range(1, steps + 1):
+            if token is not None:
+                push(session, {"jsonrpc": "2.0", "method": "notifications/progress",
+                               "params": {"progressToken": token, "progress": i, "total": steps,
+                                          "message": f"step {i}"}})
+        reply("progressed")
+    elif name == "notify":
+        for i in range(1, int(args.get("n", 1)) + 1):
+            push(session, {"jsonrpc": "2.0", "method": "event/sse", "params": {"i": i}})
+        reply("notified")
+    elif name == "big":
+        reply("x" * int(args.get("bytes", 0)))
     else:
         push(session, {"jsonrpc": "2.0", "id": mid,
                        "error": {"code": -32602, "message": f"unknown tool: {name}"}})

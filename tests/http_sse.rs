@@ -434,3 +434,112 @@ fn the_cli_connects_to_an_sse_only_server_with_url_alone() {
     assert!(list.contains("http/sse"), "{list}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Progress for a call arrives on the stream and reaches the call's
+/// progress channel, in order; a message past `max_message_size` fails the
+/// call in flight with `MessageTooLarge` instead of being buffered.
+#[test]
+fn progress_and_the_message_size_bound() {
+    let server = bundled("normal");
+    let c = connect(&sse_config("sse-p", server.port), test_options()).unwrap();
+    let (ptx, prx) = crossbeam_channel::unbounded();
+    let r = c
+        .call_tool_with(
+            "progress",
+            json!({"steps": 3}),
+            &CallOptions::new().progress_channel(ptx),
+        )
+        .unwrap();
+    assert_eq!(text(r), "progressed");
+    let seen: Vec<(f64, Option<String>)> =
+        prx.try_iter().map(|p| (p.progress, p.message)).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (1.0, Some("step 1".into())),
+            (2.0, Some("step 2".into())),
+            (3.0, Some("step 3".into()))
+        ]
+    );
+    c.close().unwrap();
+
+    let mut opts = test_options();
+    opts.max_message_size = 64 * 1024;
+    let c = connect(&sse_config("sse-big", server.port), opts).unwrap();
+    assert_eq!(
+        text(c.call_tool("big", json!({"bytes": 1000})).unwrap()).len(),
+        1000
+    );
+    match c.call_tool("big", json!({"bytes": 200_000})) {
+        Err(McpError::MessageTooLarge { limit, .. }) => assert_eq!(limit, 64 * 1024),
+        other => panic!("expected MessageTooLarge, got {other:?}"),
+    }
+    c.close().unwrap();
+}
+
+/// The manager stores an HTTP+SSE server's notifications as pending
+/// events, like any other transport's.
+#[test]
+fn notifications_over_sse_land_in_the_managers_store() {
+    use skald_mcp::manager::{ManagerConfig, McpManager};
+    let server = bundled("normal");
+    let dir = std::env::temp_dir().join(format!("skald-sse-events-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut mc = ManagerConfig::in_dir(&dir);
+    mc.client = test_options();
+    let m = McpManager::open(mc).unwrap();
+    m.register(sse_config("ev", server.port)).unwrap();
+    assert_eq!(
+        m.call("mcp__ev__notify", json!({"n": 5}))
+            .unwrap()
+            .to_wire(),
+        "notified"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            m.store().flush().is_ok()
+                && m.store()
+                    .pending_events(usize::MAX)
+                    .is_ok_and(|e| e.iter().filter(|e| e.method == "event/sse").count() == 5)
+        }),
+        "five events stored"
+    );
+    let events = m.store().pending_events(usize::MAX).unwrap();
+    let ours: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.server == "ev" && e.method == "event/sse")
+        .map(|e| &e.params)
+        .collect();
+    assert_eq!(ours.first(), Some(&&json!({"i": 1})));
+    assert_eq!(ours.last(), Some(&&json!({"i": 5})));
+    m.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `http` at a Streamable HTTP server makes no HTTP+SSE attempt: the first
+/// request is the POST of the handshake, and no GET is sent without the
+/// session the handshake gave.
+#[test]
+fn no_fallback_attempt_on_a_streamable_http_server() {
+    let server = Server::hostile(&[]);
+    let c = connect(
+        &McpServerConfig::http("modern", server.url()),
+        test_options(),
+    )
+    .unwrap();
+    assert_eq!(c.transport(), Some(McpTransport::Http));
+    assert_eq!(
+        text(c.call_tool("echo", json!({"text": "x"})).unwrap()),
+        "x"
+    );
+    c.close().unwrap();
+    let received = server.received();
+    assert_eq!(received[0]["verb"], "POST", "{:?}", received[0]);
+    for r in received.iter().filter(|r| r["verb"] == "GET") {
+        let headers = r["headers"].to_string().to_ascii_lowercase();
+        assert!(
+            headers.contains("mcp-session-id"),
+            "a GET without session: {r}"
+        );
+    }
+}
