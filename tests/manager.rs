@@ -661,3 +661,33 @@ fn the_managers_event_retention_is_configurable() {
     assert_eq!(m.store().stats().events_refused, 10);
     m.close().unwrap();
 }
+
+/// Two threads close the manager at once (as a host's signal thread and
+/// its main thread do): neither returns before the server, which ignores
+/// SIGTERM and must be killed, is gone.
+#[test]
+fn a_close_racing_another_waits_for_it() {
+    let dir = tempdir();
+    let m = std::sync::Arc::new(McpManager::open(config(&dir)).unwrap());
+    m.register(script_config("g", "hostile_mcp_server.py", &["grandchild"]))
+        .unwrap();
+    let pids: serde_json::Value =
+        serde_json::from_str(&text(m.call("mcp__g__pids", json!({})).unwrap())).unwrap();
+    let me = pids["self"].as_u64().unwrap() as u32;
+    assert!(common::alive(me));
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let closers: Vec<_> = (0..2)
+        .map(|_| {
+            let (m, b) = (std::sync::Arc::clone(&m), std::sync::Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                b.wait();
+                m.close().unwrap();
+                // The direct child is reaped by the close that killed it.
+                common::alive(me)
+            })
+        })
+        .collect();
+    for c in closers {
+        assert!(!c.join().unwrap(), "a close returned with the server alive");
+    }
+}

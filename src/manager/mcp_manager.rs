@@ -246,6 +246,10 @@ struct Inner {
     shutdown_rx: Receiver<()>,
     supervisor: Mutex<Option<JoinHandle<()>>>,
     closed: AtomicBool,
+    /// Held for the whole of a close: a second `close()` (another thread's,
+    /// or `Drop`'s) waits on it, so that no caller returns — and lets the
+    /// process exit — while servers are still being stopped.
+    closing: Mutex<()>,
 }
 
 /// Manages every MCP server of an application.
@@ -315,6 +319,7 @@ impl McpManager {
             slots: RwLock::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            closing: Mutex::new(()),
         });
         let configs: Vec<McpServerConfig> = inner
             .handle
@@ -763,7 +768,9 @@ impl McpManager {
     }
 
     /// Stops every server (no orphans), drains and closes the store, and
-    /// joins every thread the manager started. Idempotent.
+    /// joins every thread the manager started. Idempotent: a call while
+    /// another thread's close is under way waits for it to finish (and
+    /// returns `Ok`; the first caller gets any error).
     pub fn close(&self) -> Result<()> {
         self.inner.close()
     }
@@ -1066,7 +1073,9 @@ impl Inner {
     }
 
     fn close(&self) -> Result<()> {
+        let _closing = self.closing.lock();
         if self.closed.swap(true, Ordering::AcqRel) {
+            // Closed already, or by the caller that held the lock until now.
             return Ok(());
         }
         // Abort handshakes in progress, then wait for the startup threads.
