@@ -658,6 +658,31 @@ fn floor_http(addr: &str, n: usize) -> Vec<Duration> {
     timed(n, || http_post(&mut s, addr, "echo-1", body))
 }
 
+/// [`floor_http`] through a bare `ureq::Agent` on the caller's thread (no
+/// MCP client around it): what the HTTP library alone costs per request.
+fn floor_http_ureq(url: &str, n: usize) -> Vec<Duration> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let post = |body: &str| {
+        let r = agent
+            .post(url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("Mcp-Session-Id", "echo-1")
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .send(body)
+            .unwrap();
+        std::hint::black_box(r.into_body().read_to_vec().unwrap());
+    };
+    post(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
+    );
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"size":128}}}"#;
+    timed(n, || post(body))
+}
+
 // ---- skald-mcp -------------------------------------------------------------------
 
 fn cfg(server: &str, name: &str) -> McpServerConfig {
@@ -1035,6 +1060,11 @@ fn main() {
         let n = if args.quick { 500 } else { 3000 };
         let echo = HttpEcho::start(&server);
         let (fp50, fp99) = micros(floor_http(&echo.addr, n));
+        if args.floor_variants {
+            let (up50, up99) = micros(floor_http_ureq(&echo.url, n));
+            println!("@floor_ureq http_p50_us {up50:.3}");
+            println!("@floor_ureq http_p99_us {up99:.3}");
+        }
         let (p50, p99) = micros(ours_http(&echo.url, n));
         t.add(
             "http_p50_us",

@@ -264,6 +264,17 @@ pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 /// `stdio`). Starts beyond this many at once wait for a free one.
 pub const SPAWNER_THREADS: usize = 4;
 
+/// How long an HTTP agent keeps the addresses a host name resolved to
+/// (IP literals are not looked up at all): ureq resolves before every
+/// request, pooled connection or not, and its resolver starts a thread per
+/// lookup.
+pub const HTTP_RESOLVE_CACHE_TTL: Duration = Duration::from_secs(30);
+
+/// How many host names one HTTP agent keeps resolved (an agent serves one
+/// server, so one is the usual count; redirects and OAuth endpoints add a
+/// few). Past it the cache starts over.
+pub const HTTP_RESOLVE_CACHE_ENTRIES: usize = 16;
+
 /// How long an HTTP+SSE server (2024-11-05) may take to name its endpoint
 /// (the first event of its stream) before the connection fails.
 pub const SSE_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -79,12 +79,13 @@ use crate::limits::{
     HTTP_POST_THREAD_IDLE, HTTP_RETRY_DEFAULT, HTTP_RETRY_MAX_WAIT, HTTP_THREAD_STACK,
     SSE_DEFAULT_RETRY, SSE_MAX_RECONNECTS, SSE_MAX_RETRY, SSE_MIN_RETRY,
 };
-use crate::peer::{client_capabilities, Outbound, Peer, SendFailure};
+use crate::peer::{client_capabilities, Alone, Outbound, Peer, SendFailure};
 use crate::sse::{SseError, SseReader, SseStep};
 
 mod get_stream;
 mod headers;
 mod legacy_sse;
+mod resolve;
 mod resume;
 mod session;
 
@@ -158,6 +159,10 @@ struct Shared {
     /// Whether the GET stream is open right now.
     listening: AtomicBool,
     max_message_size: usize,
+    /// Whether a lone request may be posted on its caller's thread
+    /// ([`Alone::Waiting`]): not with an elicitation or sampling handler,
+    /// whose exchanges may wait for a person past the call's deadline.
+    inline_posts: bool,
     /// The least per-read timeout of a response stream: while an elicitation
     /// may be pending the server may legitimately stay silent that long.
     stream_read_floor: Duration,
@@ -201,6 +206,10 @@ struct Job {
     /// The headers of a modern (2026-07-28) request; `None`: legacy, with
     /// the session's headers.
     modern: Option<Vec<(String, String)>>,
+    /// Run on the caller's thread (see [`Alone::Waiting`]): the whole
+    /// exchange must end by this instant, and a failure past it is left to
+    /// the caller's own timeout.
+    inline_deadline: Option<Instant>,
 }
 
 /// Why a POST did not lead to a response.
@@ -325,7 +334,7 @@ fn bearer_header(config: &McpServerConfig) -> Result<Option<String>> {
 /// the call timeout, reads by `per_read` (`None`: an event stream, which
 /// may stay silent between events as long as it likes).
 fn connection_agent(options: &ClientOptions, per_read: Option<Duration>) -> Agent {
-    Agent::config_builder()
+    let config = Agent::config_builder()
         .http_status_as_error(false)
         .timeout_resolve(Some(HTTP_CONNECT_TIMEOUT))
         .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
@@ -335,8 +344,12 @@ fn connection_agent(options: &ClientOptions, per_read: Option<Duration>) -> Agen
             "{}/{}",
             options.client_name, options.client_version
         ))
-        .build()
-        .new_agent()
+        .build();
+    Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::default(),
+        resolve::CachingResolver::default(),
+    )
 }
 
 /// Reads at most [`HTTP_ERROR_BODY_LIMIT`] bytes of a body to quote, plus
@@ -611,6 +624,7 @@ impl Shared {
         id: i64,
         method: &str,
         deadline: Instant,
+        alone: Alone,
     ) -> std::result::Result<(), SendFailure> {
         if self.closing() {
             return Err(SendFailure::Closed("closed by the client".into()));
@@ -658,13 +672,28 @@ impl Shared {
                 }
             }
         };
+        // A lone request whose caller only waits is posted right here:
+        // no hand-off to a POST thread and back (two wake-ups). Not when a
+        // server request on the response stream may wait for a person
+        // (elicitation, sampling: the exchange could outlast the deadline
+        // legitimately), nor for the handshake and the listen stream.
+        let inline = alone == Alone::Waiting
+            && self.inline_posts
+            && method != "initialize"
+            && method != "subscriptions/listen";
         let job = Job {
             body: serde_json::to_vec(msg).unwrap_or_default(),
             id,
             method: method.to_owned(),
             timeout: deadline.saturating_duration_since(Instant::now()),
             modern,
+            inline_deadline: inline.then_some(deadline),
         };
+        if inline {
+            let _permit = permit;
+            self.run_request(&peer, job);
+            return Ok(());
+        }
         drop(peer);
         self.submit(permit, job).map_err(|e| {
             SendFailure::Error(self.http_err(
@@ -872,6 +901,11 @@ impl Shared {
                 let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
                 peer.lifecycle(format!("{} failed{status}: {message}", job.method));
             }
+            if job.inline_deadline.is_some_and(|d| Instant::now() >= d) {
+                // The caller's deadline cut the exchange: its own timeout
+                // answers (`CallTimeout`, and the cancellation is sent).
+                return;
+            }
             peer.fail_pending(job.id, err);
             return;
         }
@@ -896,6 +930,10 @@ impl Shared {
             .config()
             .timeout_recv_response(Some(read_timeout))
             .timeout_per_read(Some(read_timeout))
+            .timeout_global(
+                job.inline_deadline
+                    .map(|d| d.saturating_duration_since(Instant::now())),
+            )
             .build();
         let resp = rb
             .send(&job.body[..])
@@ -1297,12 +1335,31 @@ struct HttpOutbound {
 impl Outbound for HttpOutbound {
     fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
         match as_request(msg) {
-            Some((id, method)) => self.shared.start_request(msg, id, method, deadline),
+            Some((id, method)) => self
+                .shared
+                .start_request(msg, id, method, deadline, Alone::No),
             None => self
                 .shared
                 .post_message(msg, deadline)
                 .map_err(SendFailure::Error),
         }
+    }
+
+    fn send_request(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<&Value>,
+        extra: crate::jsonrpc::MetaExtra<'_>,
+        alone: Alone,
+        deadline: Instant,
+    ) -> std::result::Result<(), SendFailure> {
+        let msg = crate::jsonrpc::request_value_owned(
+            &crate::jsonrpc::RequestId::Number(id),
+            method,
+            crate::jsonrpc::params_value(params, extra),
+        );
+        self.shared.start_request(&msg, id, method, deadline, alone)
     }
 
     fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure> {
@@ -1420,7 +1477,9 @@ impl McpHttpServer {
         } else {
             Duration::ZERO
         };
+        let inline_posts = options.elicitation.is_none() && options.sampling.is_none();
         let shared = Arc::new(Shared {
+            inline_posts,
             name: name.clone(),
             shown_url: shown_url(&url),
             url,

@@ -75,15 +75,16 @@ pub(crate) trait Outbound: Send + Sync {
     fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
         self.send(msg, deadline)
     }
-    /// Sends request `id` (`alone`: the only one in flight, see
-    /// [`Outbound::send_alone`]). Byte transports encode it directly.
+    /// Sends request `id` (`alone`: whether it is the only one in flight,
+    /// see [`Outbound::send_alone`], and how its caller waits). Byte
+    /// transports encode it directly.
     fn send_request(
         &self,
         id: i64,
         method: &str,
         params: Option<&Value>,
         extra: MetaExtra<'_>,
-        alone: bool,
+        alone: Alone,
         deadline: Instant,
     ) -> std::result::Result<(), SendFailure> {
         let msg = jsonrpc::request_value_owned(
@@ -91,7 +92,7 @@ pub(crate) trait Outbound: Send + Sync {
             method,
             jsonrpc::params_value(params, extra),
         );
-        if alone {
+        if alone.is_alone() {
             self.send_alone(&msg, deadline)
         } else {
             self.send(&msg, deadline)
@@ -115,6 +116,29 @@ pub(crate) trait Outbound: Send + Sync {
     /// whose declarations are invalid must be left out of `tools/list`.
     fn mirrors_headers(&self) -> bool {
         false
+    }
+}
+
+/// Whether a request is the only one in flight, and how its caller waits
+/// for the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Alone {
+    /// Other requests are in flight (or the sender does not wait).
+    No,
+    /// The only one in flight; its caller also watches a cancel token or
+    /// takes progress, so it must stay free to react while it waits.
+    Yes,
+    /// The only one in flight, and its caller does nothing but wait for the
+    /// answer until its deadline: a transport may run the whole exchange on
+    /// the caller's thread (Streamable HTTP does its `POST` there), as long
+    /// as it returns by the deadline.
+    Waiting,
+}
+
+impl Alone {
+    /// Whether the request is the only one in flight.
+    pub(crate) fn is_alone(self) -> bool {
+        self != Alone::No
     }
 }
 
@@ -772,9 +796,17 @@ impl Peer {
             armed: true,
         };
         let start = Instant::now();
+        let how = match (
+            alone,
+            opts.cancel.is_none() && extra.progress_token.is_none(),
+        ) {
+            (false, _) => Alone::No,
+            (true, false) => Alone::Yes,
+            (true, true) => Alone::Waiting,
+        };
         let sent = self
             .out
-            .send_request(id, method, params, extra, alone, start + timeout);
+            .send_request(id, method, params, extra, how, start + timeout);
         if let Err(f) = sent {
             guard.armed = false;
             self.pending.lock().remove(&id);

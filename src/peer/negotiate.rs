@@ -128,7 +128,7 @@ impl Peer {
             method,
             Some(&params),
             crate::jsonrpc::MetaExtra::default(),
-            false,
+            super::Alone::No,
             deadline,
         ) {
             self.pending.lock().remove(&id);

@@ -232,11 +232,11 @@ impl Outbound for StdioOutbound {
         method: &str,
         params: Option<&Value>,
         extra: jsonrpc::MetaExtra<'_>,
-        alone: bool,
+        alone: crate::peer::Alone,
         deadline: Instant,
     ) -> std::result::Result<(), SendFailure> {
         let line = jsonrpc::encode_request_direct(id, method, params, extra);
-        if alone {
+        if alone.is_alone() {
             self.send_line_alone(line, deadline)
         } else {
             self.send_line(line, deadline)
