@@ -63,6 +63,43 @@ struct Args {
     no_floor: bool,
 }
 
+/// `--era modern`: every scenario in the 2026-07-28 era (the echo server in
+/// `--dual-era` mode, the floor writing this client's modern bytes); lines
+/// are printed as `@ours-modern` and `@floor-modern`.
+static MODERN: AtomicBool = AtomicBool::new(false);
+
+fn modern() -> bool {
+    MODERN.load(Ordering::Relaxed)
+}
+
+/// The name a line is printed under: `who`, or `who-modern`.
+fn who(base: &str) -> String {
+    if modern() {
+        format!("{base}-modern")
+    } else {
+        base.to_owned()
+    }
+}
+
+/// The echo server's arguments for this run's era.
+fn era_args() -> &'static [&'static str] {
+    if modern() {
+        &["--dual-era"]
+    } else {
+        &[]
+    }
+}
+
+/// The client options for this run's era.
+fn era_options() -> ClientOptions {
+    let o = ClientOptions::default();
+    if modern() {
+        o.era(skald_mcp::EraPreference::Modern)
+    } else {
+        o
+    }
+}
+
 impl Args {
     fn wants(&self, key: &str) -> bool {
         self.only
@@ -143,6 +180,12 @@ fn parse_args() -> Args {
                 ))
             }
             "--no-floor" => a.no_floor = true,
+            "--era" => match it.next().as_deref() {
+                Some("modern") => MODERN.store(true, Ordering::Relaxed),
+                Some("legacy") => {}
+                other => panic!("--era modern|legacy, not {other:?}"),
+            },
+            "--child-list10k" => a.only = Some(vec!["child-list10k".into()]),
             "--child-rss100" => {
                 // Internal: measured in a fresh process so earlier scenarios'
                 // peaks do not count.
@@ -183,9 +226,9 @@ impl Table {
         unit: &'static str,
         lower_better: bool,
     ) {
-        println!("@ours {key} {ours:.3}");
+        println!("@{} {key} {ours:.3}", who("ours"));
         if let Some(f) = floor {
-            println!("@floor {key} {f:.3}");
+            println!("@{} {key} {f:.3}", who("floor"));
         }
         self.0.push(Row {
             key: key.into(),
@@ -257,7 +300,7 @@ struct RawPipe {
 
 impl RawPipe {
     fn spawn(server: &str) -> RawPipe {
-        RawPipe::spawn_with(server, &[])
+        RawPipe::spawn_with(server, era_args())
     }
 
     fn spawn_with(server: &str, args: &[&str]) -> RawPipe {
@@ -345,9 +388,35 @@ impl RawPipe {
     }
 
     fn call(&mut self, size: usize) {
-        let b = self.call_bytes(size);
+        let b = self.era_call_bytes(size);
         self.send(&b);
         self.recv();
+    }
+
+    /// The bytes of call `id` in this run's era, without a pipe (for the
+    /// HTTP floor).
+    fn modern_or_legacy_bytes(id: u64, size: usize) -> Vec<u8> {
+        if modern() {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{\"extensions\":{{}}}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"skald-mcp\",\"version\":\"{}\"}},\"io.modelcontextprotocol/logLevel\":\"debug\"}}}}}}\n",
+                env!("CARGO_PKG_VERSION")
+            )
+            .into_bytes()
+        } else {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}}}}}}\n"
+            )
+            .into_bytes()
+        }
+    }
+
+    /// The bytes of a call in this run's era.
+    fn era_call_bytes(&mut self, size: usize) -> Vec<u8> {
+        if modern() {
+            self.call_bytes_modern(size)
+        } else {
+            self.call_bytes(size)
+        }
     }
 
     /// [`call_bytes`](Self::call_bytes) as a modern (2026-07-28) request:
@@ -393,6 +462,21 @@ impl Drop for RawPipe {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The raw floor awaiting each reply by busy-polling a non-blocking pipe
+/// (one core's worth of spin, yielding between reads), as this client's
+/// lone caller does: no wake-up of a sleeping thread. With [`floor_seq`]
+/// (blocking reads) it makes the floor: the faster of the two is the limit.
+fn floor_seq_busy(server: &str, size: usize, n: usize) -> Vec<Duration> {
+    let mut p = RawPipe::spawn(server);
+    p.handshake();
+    p.set_nonblocking();
+    timed(n, || {
+        let b = p.era_call_bytes(size);
+        p.send(&b);
+        p.recv_spin();
+    })
 }
 
 fn floor_cold(server: &str) -> Duration {
@@ -442,7 +526,7 @@ fn floor_seq_poll(server: &str, size: usize, n: usize) -> Vec<Duration> {
     let mut p = RawPipe::spawn(server);
     p.handshake();
     timed(n, || {
-        let b = p.call_bytes(size);
+        let b = p.era_call_bytes(size);
         p.send(&b);
         wait_readable(&p);
         p.recv();
@@ -487,7 +571,7 @@ fn floor_seq_thread(server: &str, size: usize, n: usize) -> Vec<Duration> {
         }
     });
     let out = timed(n, || {
-        let b = p.call_bytes(size);
+        let b = p.era_call_bytes(size);
         p.send(&b);
         rx.recv().expect("a reply");
     });
@@ -508,26 +592,38 @@ fn empty_stdout() -> ChildStdout {
         .expect("piped")
 }
 
-/// Calls per second with `k` requests kept in flight by one thread.
-fn floor_tput(server: &str, k: usize, window: Duration) -> f64 {
+/// Calls per second with `k` requests kept in flight by one thread; with
+/// `spin`, the replies are awaited by busy-polling a non-blocking pipe.
+fn floor_tput(server: &str, k: usize, window: Duration, spin: bool) -> f64 {
     let mut p = RawPipe::spawn(server);
     p.handshake();
+    if spin {
+        p.set_nonblocking();
+    }
     for _ in 0..k {
-        let b = p.call_bytes(128);
+        let b = p.era_call_bytes(128);
         p.send(&b);
     }
     let mut done = 0u64;
     let start = Instant::now();
     let end = start + window;
     while Instant::now() < end {
-        p.recv();
+        if spin {
+            p.recv_spin();
+        } else {
+            p.recv();
+        }
         done += 1;
-        let b = p.call_bytes(128);
+        let b = p.era_call_bytes(128);
         p.send(&b);
     }
     let rate = done as f64 / start.elapsed().as_secs_f64();
     for _ in 0..k {
-        p.recv();
+        if spin {
+            p.recv_spin();
+        } else {
+            p.recv();
+        }
     }
     rate
 }
@@ -581,7 +677,7 @@ struct HttpEcho {
 
 impl HttpEcho {
     fn start(server: &str) -> HttpEcho {
-        HttpEcho::start_with(server, &[])
+        HttpEcho::start_with(server, era_args())
     }
 
     fn start_with(server: &str, extra: &[&str]) -> HttpEcho {
@@ -617,9 +713,17 @@ impl Drop for HttpEcho {
     }
 }
 
-fn http_post(s: &mut BufReader<TcpStream>, addr: &str, session: &str, body: &str) {
+/// One request on a kept-alive socket, read to the end of its body; with
+/// `spin` the socket is non-blocking and the answer is busy-polled.
+fn http_post(s: &mut BufReader<TcpStream>, addr: &str, session: &str, body: &str, spin: bool) {
+    let headers = if modern() {
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n"
+            .to_owned()
+    } else {
+        format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n")
+    };
     let req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     s.get_mut().write_all(req.as_bytes()).unwrap();
@@ -627,7 +731,10 @@ fn http_post(s: &mut BufReader<TcpStream>, addr: &str, session: &str, body: &str
     let mut line = String::new();
     loop {
         line.clear();
-        s.read_line(&mut line).unwrap();
+        spin_on(spin, || s.read_line(&mut line));
+        if !line.ends_with('\n') {
+            continue;
+        }
         let l = line.trim_end();
         if l.is_empty() {
             break;
@@ -641,21 +748,88 @@ fn http_post(s: &mut BufReader<TcpStream>, addr: &str, session: &str, body: &str
         }
     }
     let mut body = vec![0; len];
-    s.read_exact(&mut body).unwrap();
+    let mut got = 0;
+    while got < len {
+        got += spin_on(spin, || s.read(&mut body[got..]));
+    }
 }
 
-fn floor_http(addr: &str, n: usize) -> Vec<Duration> {
+/// Runs `read` until it does not answer `WouldBlock` (yielding between
+/// tries); a blocking socket answers at the first.
+fn spin_on(spin: bool, mut read: impl FnMut() -> std::io::Result<usize>) -> usize {
+    loop {
+        match read() {
+            Ok(n) => return n,
+            Err(e) if spin && e.kind() == std::io::ErrorKind::WouldBlock => thread::yield_now(),
+            Err(e) => panic!("reading the HTTP echo server: {e}"),
+        }
+    }
+}
+
+/// A kept-alive socket to the HTTP echo server, the session initialized
+/// (legacy era) or nothing to initialize (modern).
+fn http_socket(addr: &str, spin: bool) -> BufReader<TcpStream> {
     let tcp = TcpStream::connect(addr).unwrap();
     tcp.set_nodelay(true).unwrap();
     let mut s = BufReader::new(tcp);
-    http_post(
-        &mut s,
-        addr,
-        "none",
-        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
-    );
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"size":128}}}"#;
-    timed(n, || http_post(&mut s, addr, "echo-1", body))
+    if !modern() {
+        http_post(
+            &mut s,
+            addr,
+            "none",
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
+            false,
+        );
+    }
+    s.get_ref().set_nonblocking(spin).unwrap();
+    s
+}
+
+/// The body of one 128 B echo call in this run's era.
+fn http_call_body(id: u64) -> String {
+    let mut p = String::from_utf8(RawPipe::modern_or_legacy_bytes(id, 128)).unwrap();
+    p.pop(); // the newline of the stdio framing
+    p
+}
+
+fn floor_http(addr: &str, n: usize, spin: bool) -> Vec<Duration> {
+    let mut s = http_socket(addr, spin);
+    let body = http_call_body(1);
+    timed(n, || http_post(&mut s, addr, "echo-1", &body, spin))
+}
+
+/// HTTP calls per second with `k` in flight: `k` threads, each with a
+/// kept-alive socket of its own (HTTP/1.1 has one request in flight per
+/// connection), calling one request at a time.
+fn floor_http_tput(addr: &str, k: usize, window: Duration) -> f64 {
+    let body = http_call_body(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let barrier = Arc::new(Barrier::new(k + 1));
+    let hs: Vec<_> = (0..k)
+        .map(|_| {
+            let (stop, count, b) = (Arc::clone(&stop), Arc::clone(&count), Arc::clone(&barrier));
+            let (addr, body) = (addr.to_owned(), body.clone());
+            thread::spawn(move || {
+                let mut s = http_socket(&addr, false);
+                b.wait();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    http_post(&mut s, &addr, "echo-1", &body, false);
+                    n += 1;
+                }
+                count.fetch_add(n, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    thread::sleep(window);
+    stop.store(true, Ordering::Relaxed);
+    for h in hs {
+        h.join().unwrap();
+    }
+    count.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64()
 }
 
 /// [`floor_http`] through a bare `ureq::Agent` on the caller's thread (no
@@ -686,11 +860,11 @@ fn floor_http_ureq(url: &str, n: usize) -> Vec<Duration> {
 // ---- skald-mcp -------------------------------------------------------------------
 
 fn cfg(server: &str, name: &str) -> McpServerConfig {
-    McpServerConfig::stdio(name, server, Vec::<String>::new())
+    McpServerConfig::stdio(name, server, era_args().iter().copied())
 }
 
 fn connect(server: &str, name: &str) -> McpServer {
-    let mut opts = ClientOptions::default();
+    let mut opts = era_options();
     // For experiments: the caller's read window and spin (see ClientOptions).
     if let Ok(us) = std::env::var("BENCH_READ_WINDOW_US") {
         opts.caller_read_window = Duration::from_micros(us.parse().expect("microseconds"));
@@ -736,7 +910,7 @@ fn ours_fanout(server: &str, k: usize, window: Duration) -> f64 {
 
 /// 128 B calls per second over `window`, one thread per entry of
 /// `targets` calling that server one call at a time.
-fn calls_per_second(targets: Vec<Arc<McpServer>>, window: Duration) -> f64 {
+fn calls_per_second<S: McpServerClient + 'static>(targets: Vec<Arc<S>>, window: Duration) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicU64::new(0));
     let barrier = Arc::new(Barrier::new(targets.len() + 1));
@@ -852,16 +1026,74 @@ fn era_http(url: &str, era: skald_mcp::EraPreference, n: usize) -> Vec<Duration>
     v
 }
 
-fn ours_http(url: &str, n: usize) -> Vec<Duration> {
-    let s = McpHttpServer::connect(
-        &McpServerConfig::http("http", url),
-        ClientOptions::default(),
-    )
-    .expect("connect over HTTP");
+fn http_client(url: &str) -> McpHttpServer {
+    let s = McpHttpServer::connect(&McpServerConfig::http("http", url), era_options())
+        .expect("connect over HTTP");
     s.list_tools().unwrap();
+    s
+}
+
+fn ours_http(url: &str, n: usize) -> Vec<Duration> {
+    let s = http_client(url);
     let v = timed(n, || call(&s, 128));
     let _ = s.close();
     v
+}
+
+/// HTTP calls per second with `k` caller threads on one connection.
+fn ours_http_tput(url: &str, k: usize, window: Duration) -> f64 {
+    let s = Arc::new(http_client(url));
+    let r = calls_per_second(vec![Arc::clone(&s); k], window);
+    let _ = s.close();
+    r
+}
+
+/// `tools/list` of 10 000 tools (the echo server's `--tools`): p50 of 5
+/// after one, in ms.
+fn ours_list10k(server: &str) -> f64 {
+    let mut args: Vec<&str> = era_args().to_vec();
+    args.extend(["--tools", "10000"]);
+    let s = McpServer::connect(&McpServerConfig::stdio("l10k", server, args), era_options())
+        .expect("connect");
+    assert_eq!(s.list_tools().unwrap().len(), 10_000);
+    let v: Vec<Duration> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(s.list_tools_shared().unwrap());
+            t.elapsed()
+        })
+        .collect();
+    median(v) / 1e3
+}
+
+/// The raw floor of [`ours_list10k`]: the request written, the reply's
+/// line read (no parsing).
+fn floor_list10k(server: &str) -> f64 {
+    let mut args: Vec<&str> = era_args().to_vec();
+    args.extend(["--tools", "10000"]);
+    let mut p = RawPipe::spawn_with(server, &args);
+    p.handshake();
+    let v: Vec<Duration> = (0..6)
+        .map(|_| {
+            let t = Instant::now();
+            p.send(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}\n");
+            p.recv();
+            t.elapsed()
+        })
+        .skip(1)
+        .collect();
+    median(v) / 1e3
+}
+
+/// Runs in a fresh process: one connection, one `tools/list` of 10 000.
+fn child_list10k(server: &str) {
+    let mut args: Vec<&str> = era_args().to_vec();
+    args.extend(["--tools", "10000"]);
+    let s = McpServer::connect(&McpServerConfig::stdio("l10k", server, args), era_options())
+        .expect("connect");
+    let tools = s.list_tools_shared().unwrap();
+    assert_eq!(tools.len(), 10_000);
+    println!("list10k {}", proc_status("VmHWM:") as f64 / 1024.0);
 }
 
 fn median(mut v: Vec<Duration>) -> f64 {
@@ -874,6 +1106,10 @@ fn main() {
     let server = args.server.clone();
     if args.only.as_deref() == Some(&["child-rss100".to_string()][..]) {
         child_rss100(&server);
+        return;
+    }
+    if args.only.as_deref() == Some(&["child-list10k".to_string()][..]) {
+        child_list10k(&server);
         return;
     }
     assert!(
@@ -926,7 +1162,15 @@ fn main() {
                 println!("@floor_thread seq_{tag}_p50_us {tp50:.3}");
                 println!("@floor_thread seq_{tag}_p99_us {tp99:.3}");
             }
-            let (fp50, fp99) = micros(floor_seq(&server, size, n));
+            // The floor is the faster of a blocking and a busy-polling
+            // reader: a client that spins beats a floor that sleeps.
+            let (bp50, bp99) = micros(floor_seq(&server, size, n));
+            let (sp50, sp99) = micros(floor_seq_busy(&server, size, n));
+            println!("@{} seq_{tag}_p50_us {bp50:.3}", who("floor_block"));
+            println!("@{} seq_{tag}_p99_us {bp99:.3}", who("floor_block"));
+            println!("@{} seq_{tag}_p50_us {sp50:.3}", who("floor_spin"));
+            println!("@{} seq_{tag}_p99_us {sp99:.3}", who("floor_spin"));
+            let (fp50, fp99) = (bp50.min(sp50), bp99.min(sp99));
             let (p50, p99) = micros(ours_seq(&server, size, n));
             t.add(
                 &format!("seq_{tag}_p50_us"),
@@ -950,7 +1194,13 @@ fn main() {
     if args.wants("tput") {
         let ks = args.in_flight.clone().unwrap_or(IN_FLIGHT.to_vec());
         for k in ks {
-            let f = (!args.no_floor).then(|| floor_tput(&server, k, args.tput_window()));
+            let f = (!args.no_floor).then(|| {
+                let block = floor_tput(&server, k, args.tput_window(), false);
+                let spin = floor_tput(&server, k, args.tput_window(), true);
+                println!("@{} tput_{k} {block:.3}", who("floor_block"));
+                println!("@{} tput_{k} {spin:.3}", who("floor_spin"));
+                block.max(spin)
+            });
             let o = ours_tput(&server, k, args.tput_window());
             t.add(
                 &format!("tput_{k}"),
@@ -992,10 +1242,12 @@ fn main() {
 
     if args.wants("rss100") {
         let exe = std::env::current_exe().unwrap();
-        let out = Command::new(exe)
-            .args(["--server", &server, "--child-rss100"])
-            .output()
-            .expect("run the rss100 child");
+        let mut child = Command::new(exe);
+        child.args(["--server", &server, "--child-rss100"]);
+        if modern() {
+            child.args(["--era", "modern"]);
+        }
+        let out = child.output().expect("run the rss100 child");
         let text = String::from_utf8_lossy(&out.stdout);
         let line = text
             .lines()
@@ -1059,11 +1311,15 @@ fn main() {
     if args.wants("http") {
         let n = if args.quick { 500 } else { 3000 };
         let echo = HttpEcho::start(&server);
-        let (fp50, fp99) = micros(floor_http(&echo.addr, n));
+        let (bp50, bp99) = micros(floor_http(&echo.addr, n, false));
+        let (sp50, sp99) = micros(floor_http(&echo.addr, n, true));
+        println!("@{} http_p50_us {bp50:.3}", who("floor_block"));
+        println!("@{} http_p50_us {sp50:.3}", who("floor_spin"));
+        let (fp50, fp99) = (bp50.min(sp50), bp99.min(sp99));
         if args.floor_variants {
             let (up50, up99) = micros(floor_http_ureq(&echo.url, n));
-            println!("@floor_ureq http_p50_us {up50:.3}");
-            println!("@floor_ureq http_p99_us {up99:.3}");
+            println!("@{} http_p50_us {up50:.3}", who("floor_ureq"));
+            println!("@{} http_p99_us {up99:.3}", who("floor_ureq"));
         }
         let (p50, p99) = micros(ours_http(&echo.url, n));
         t.add(
@@ -1080,6 +1336,59 @@ fn main() {
             p99,
             Some(fp99),
             "µs",
+            true,
+        );
+    }
+
+    if args.wants("http_tput") {
+        let echo = HttpEcho::start(&server);
+        let ks = args.in_flight.clone().unwrap_or(IN_FLIGHT.to_vec());
+        for k in ks {
+            let f = (!args.no_floor).then(|| floor_http_tput(&echo.addr, k, args.tput_window()));
+            let o = ours_http_tput(&echo.url, k, args.tput_window());
+            t.add(
+                &format!("http_tput_{k}"),
+                &format!("HTTP throughput, {k} in flight (128 B)"),
+                o,
+                f,
+                "calls/s",
+                false,
+            );
+        }
+    }
+
+    if args.wants("list10k") {
+        let o = ours_list10k(&server);
+        let f = floor_list10k(&server);
+        t.add(
+            "list10k_ms",
+            "tools/list of 10 000 tools (p50)",
+            o,
+            Some(f),
+            "ms",
+            true,
+        );
+        let exe = std::env::current_exe().unwrap();
+        let mut child = Command::new(exe);
+        child.args(["--server", &server, "--child-list10k"]);
+        if modern() {
+            child.args(["--era", "modern"]);
+        }
+        let out = child.output().expect("run the list10k child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let rss: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("list10k "))
+            .expect("list10k output")
+            .trim()
+            .parse()
+            .unwrap();
+        t.add(
+            "list10k_rss_mib",
+            "tools/list of 10 000 tools: client peak RSS",
+            rss,
+            None,
+            "MiB",
             true,
         );
     }

@@ -215,3 +215,43 @@ fn a_huge_response_header_is_a_typed_error() {
     );
     c.close().unwrap();
 }
+
+/// Calls whose callers only wait (no cancel token, no progress) are posted
+/// on the callers' own threads, each over a pooled connection: four at
+/// once, overlapping (the server sleeps 300 ms in each), start no POST
+/// thread beyond the handshake's. Calls with a cancel token still go to
+/// the POST threads, so that cancelling never waits for the network.
+#[test]
+fn plain_calls_post_on_their_callers_threads() {
+    use std::sync::{Arc, Barrier};
+    let server = Server::hostile(&[]);
+    let c = Arc::new(connect(&server, "inl", test_options()));
+    let before = threads_named("mcp-inl-post");
+    let overlapping = |opts: CallOptions| {
+        let barrier = Arc::new(Barrier::new(4));
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let (c, b, o) = (Arc::clone(&c), Arc::clone(&barrier), opts.clone());
+                std::thread::spawn(move || {
+                    b.wait();
+                    text(
+                        c.call_tool_with("slow", json!({"seconds": 0.3}), &o)
+                            .unwrap(),
+                    )
+                })
+            })
+            .collect();
+        for h in hs {
+            assert_eq!(h.join().unwrap(), "slept");
+        }
+    };
+    overlapping(CallOptions::new());
+    assert_eq!(threads_named("mcp-inl-post"), before, "a POST thread ran");
+    overlapping(CallOptions::new().cancel_token(skald_mcp::CancelToken::new()));
+    assert!(
+        threads_named("mcp-inl-post") > before,
+        "calls with a cancel token went to the POST threads"
+    );
+    c.close().unwrap();
+    assert_eq!(threads_named("mcp-inl-post"), 0);
+}

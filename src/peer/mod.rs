@@ -75,16 +75,16 @@ pub(crate) trait Outbound: Send + Sync {
     fn send_alone(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
         self.send(msg, deadline)
     }
-    /// Sends request `id` (`alone`: whether it is the only one in flight,
-    /// see [`Outbound::send_alone`], and how its caller waits). Byte
-    /// transports encode it directly.
+    /// Sends request `id` (`how`: whether it is the only one in flight, see
+    /// [`Outbound::send_alone`], and how its caller waits). Byte transports
+    /// encode it directly.
     fn send_request(
         &self,
         id: i64,
         method: &str,
         params: Option<&Value>,
         extra: MetaExtra<'_>,
-        alone: Alone,
+        how: Sending,
         deadline: Instant,
     ) -> std::result::Result<(), SendFailure> {
         let msg = jsonrpc::request_value_owned(
@@ -92,7 +92,7 @@ pub(crate) trait Outbound: Send + Sync {
             method,
             jsonrpc::params_value(params, extra),
         );
-        if alone.is_alone() {
+        if how.alone {
             self.send_alone(&msg, deadline)
         } else {
             self.send(&msg, deadline)
@@ -119,27 +119,18 @@ pub(crate) trait Outbound: Send + Sync {
     }
 }
 
-/// Whether a request is the only one in flight, and how its caller waits
-/// for the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Alone {
-    /// Other requests are in flight (or the sender does not wait).
-    No,
-    /// The only one in flight; its caller also watches a cancel token or
-    /// takes progress, so it must stay free to react while it waits.
-    Yes,
-    /// The only one in flight, and its caller does nothing but wait for the
-    /// answer until its deadline: a transport may run the whole exchange on
-    /// the caller's thread (Streamable HTTP does its `POST` there), as long
-    /// as it returns by the deadline.
-    Waiting,
-}
-
-impl Alone {
-    /// Whether the request is the only one in flight.
-    pub(crate) fn is_alone(self) -> bool {
-        self != Alone::No
-    }
+/// How a request is sent: whether it is the only one in flight, and how
+/// its caller waits for the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Sending {
+    /// The only request in flight: a byte transport writes it at once
+    /// instead of batching it.
+    pub alone: bool,
+    /// Its caller does nothing but wait for the answer until its deadline
+    /// (no cancel token, no progress): a transport may run the whole
+    /// exchange on the caller's thread (Streamable HTTP does its `POST`
+    /// there), as long as it returns by the deadline.
+    pub caller_only_waits: bool,
 }
 
 /// How [`Outbound::read_inline`] ended.
@@ -796,13 +787,9 @@ impl Peer {
             armed: true,
         };
         let start = Instant::now();
-        let how = match (
+        let how = Sending {
             alone,
-            opts.cancel.is_none() && extra.progress_token.is_none(),
-        ) {
-            (false, _) => Alone::No,
-            (true, false) => Alone::Yes,
-            (true, true) => Alone::Waiting,
+            caller_only_waits: opts.cancel.is_none() && extra.progress_token.is_none(),
         };
         let sent = self
             .out

@@ -128,7 +128,7 @@ impl Peer {
             method,
             Some(&params),
             crate::jsonrpc::MetaExtra::default(),
-            super::Alone::No,
+            super::Sending::default(),
             deadline,
         ) {
             self.pending.lock().remove(&id);

@@ -232,11 +232,11 @@ impl Outbound for StdioOutbound {
         method: &str,
         params: Option<&Value>,
         extra: jsonrpc::MetaExtra<'_>,
-        alone: crate::peer::Alone,
+        how: crate::peer::Sending,
         deadline: Instant,
     ) -> std::result::Result<(), SendFailure> {
         let line = jsonrpc::encode_request_direct(id, method, params, extra);
-        if alone.is_alone() {
+        if how.alone {
             self.send_line_alone(line, deadline)
         } else {
             self.send_line(line, deadline)
