@@ -312,7 +312,16 @@ impl RawPipe {
             .spawn()
             .expect("spawn the echo server");
         let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().unwrap());
+        let stdout = child.stdout.take().unwrap();
+        {
+            // The pipe capacity skald-mcp asks for its servers' stdout, so
+            // that the floor is the limit of the same pipe.
+            use std::os::fd::AsRawFd;
+            let size = skald_mcp::limits::STDIO_PIPE_CAPACITY as libc::c_int;
+            // SAFETY: F_SETPIPE_SZ on the pipe this struct owns.
+            unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, size) };
+        }
+        let stdout = BufReader::with_capacity(64 * 1024, stdout);
         RawPipe {
             child,
             stdin,

@@ -264,6 +264,13 @@ pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 /// `stdio`). Starts beyond this many at once wait for a free one.
 pub const SPAWNER_THREADS: usize = 4;
 
+/// The capacity asked for a stdio server's stdout pipe (Linux's default is
+/// 64 KiB): a 1 MiB reply then needs a few reads of the reader thread, not
+/// one wake-up per 64 KiB. The kernel counts it against the user's pipe
+/// quota (`/proc/sys/fs/pipe-user-pages-soft`, 64 MiB by default), so it
+/// stays well below the 1 MiB maximum: 100 servers take 25 MiB of it.
+pub const STDIO_PIPE_CAPACITY: usize = 256 * 1024;
+
 /// How long an HTTP agent keeps the addresses a host name resolved to
 /// (IP literals are not looked up at all): ureq resolves before every
 /// request, pooled connection or not, and its resolver starts a thread per

@@ -220,6 +220,17 @@ mod linux {
         Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
     }
 
+    /// Raises the capacity of the server's stdout pipe to
+    /// [`STDIO_PIPE_CAPACITY`](crate::limits::STDIO_PIPE_CAPACITY), best
+    /// effort (the kernel may refuse past the user's pipe quota; the default
+    /// 64 KiB then stays). A large reply then crosses in a few reads rather
+    /// than one wake-up of the reader per 64 KiB.
+    fn grow_pipe(fd: &OwnedFd) {
+        let size = crate::limits::STDIO_PIPE_CAPACITY;
+        // SAFETY: F_SETPIPE_SZ on a pipe we own; no memory is passed.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, size as libc::c_int) };
+    }
+
     /// `fd` itself when it is 3 or above, else a close-on-exec duplicate
     /// that is (the original is closed).
     fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
@@ -290,6 +301,7 @@ mod linux {
 
         let (in_r, in_w) = pipe()?;
         let (out_r, out_w) = pipe()?;
+        grow_pipe(&out_r);
         let (err_r, err_w) = pipe()?;
         let (report_r, report_w) = pipe()?;
         // A host that closed its own stdin/stdout/stderr gets pipes on fds
