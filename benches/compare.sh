@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds every benchmark client (release), runs them one after another against
 # the same echo server, and prints one table: scenario x client, with the
-# ratios ours/rmcp, ours/floor and ours/TS, and the issue-10 targets met or
-# missed.
+# ratios ours/rmcp, ours/floor and ours/TS, the 2026-07-28 era beside the
+# legacy one, and the issue-21 targets met or missed. The raw floor of each
+# scenario is the faster of a blocking and a busy-polling reader.
 # Clients: raw floor, skald-mcp, rmcp (native, block_on), the Python SDK (when
 # `import mcp` works) and the TypeScript SDK (when node is there and
 # `npm ci --prefix benches/peers/ts` succeeds in the build phase).
@@ -62,7 +63,7 @@ command -v taskset >/dev/null && PIN_OK=1
 TPUT_ROUNDS_SET=${TPUT_ROUNDS:+1}
 TPUT_ROUNDS=${TPUT_ROUNDS:-$ROUNDS}
 [[ -n "${QUICK:-}" ]] && TPUT_ROUNDS=1
-for scenario in cold seq pinned tput start50 rss100 kill http; do
+for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k modern; do
   n=$ROUNDS
   [[ $scenario == tput ]] && n=$TPUT_ROUNDS
   for r in $(seq 1 "$n"); do
@@ -81,8 +82,21 @@ for scenario in cold seq pinned tput start50 rss100 kill http; do
       done
       continue
     fi
+    if [[ $scenario == modern ]]; then
+      # The 2026-07-28 era: sequential 128 B over stdio and HTTP, lines
+      # @<client>-modern; a peer that cannot speak it prints nothing.
+      target/release/examples/bench_client --server "$SERVER" --era modern --only seq,http --sizes 128 "${ARGS[@]}" >> "$RAW/ours.txt"
+      benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --era modern --only seq,http "${ARGS[@]}" >> "$RAW/rmcp.txt" 2>/dev/null || true
+      if [[ -n "$PY_OK" ]]; then
+        python3 benches/peers/python_client.py --server "$SERVER" --era modern --only seq,http "${ARGS[@]}" >> "$RAW/python.txt" 2>/dev/null || true
+      fi
+      if [[ -n "$TS_OK" ]]; then
+        node benches/peers/ts/ts_client.mjs --server "$SERVER" --era modern --only seq,http "${ARGS[@]}" >> "$RAW/ts.txt" 2>/dev/null || true
+      fi
+      continue
+    fi
     extra=()
-    [[ $scenario == seq ]] && extra=(--floor-variants)
+    [[ $scenario == seq || $scenario == http ]] && extra=(--floor-variants)
     target/release/examples/bench_client --server "$SERVER" --only "$scenario" "${extra[@]}" "${ARGS[@]}" >> "$RAW/ours.txt"
     benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt"
     benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt"
@@ -138,6 +152,11 @@ ROWS = [
     ("kill_max_ms", "SIGKILL → caller's error, max", "ms", True),
     ("http_p50_us", "HTTP tools/call 128 B, p50", "µs", True),
     ("http_p99_us", "HTTP tools/call 128 B, p99", "µs", True),
+    ("http_tput_1", "HTTP throughput, 1 in flight (128 B)", "calls/s", False),
+    ("http_tput_8", "HTTP throughput, 8 in flight", "calls/s", False),
+    ("http_tput_64", "HTTP throughput, 64 in flight", "calls/s", False),
+    ("list10k_ms", "tools/list of 10 000 tools, p50", "ms", True),
+    ("list10k_rss_mib", "tools/list of 10 000 tools: client peak RSS", "MiB", True),
 ]
 CLIENTS = [("floor", "raw floor"), ("ours", "skald-mcp"), ("rmcp", "rmcp native"),
            ("rmcp-blockon", "rmcp block_on"), ("python", "Python SDK"), ("ts", "TypeScript SDK")]
@@ -182,9 +201,31 @@ for key, label, unit, _lower in ROWS:
 P("")
 P("Ratios are ours ÷ theirs: below 1 is better for times, above 1 is better for calls/s.")
 P("")
+# The 2026-07-28 era beside the legacy one (same run).
+MODERN_KEYS = [("seq_128_p50_us", "stdio tools/call 128 B, p50"), ("seq_128_p99_us", "stdio tools/call 128 B, p99"),
+               ("http_p50_us", "HTTP tools/call 128 B, p50"), ("http_p99_us", "HTTP tools/call 128 B, p99")]
+if get("ours-modern", "seq_128_p50_us") is not None:
+    P("The 2026-07-28 era (stateless; every request carries its `_meta`) beside the legacy era, µs:")
+    P("")
+    peers_m = [(w, n) for w, n in CLIENTS[2:] if any(get(w + "-modern", k) is not None for k, _ in MODERN_KEYS)]
+    P("| scenario | floor legacy | floor modern | skald-mcp legacy | skald-mcp modern | modern ÷ legacy | "
+      + " | ".join(f"{n} legacy | {n} modern" for _, n in peers_m) + (" |" if peers_m else "|"))
+    P("|---|" + "---:|" * (5 + 2 * len(peers_m)))
+    for k, label in MODERN_KEYS:
+        o, om = get("ours", k), get("ours-modern", k)
+        cells = [fmt(get("floor", k)), fmt(get("floor-modern", k)), fmt(o), fmt(om), ratio(om, o)]
+        for w, _ in peers_m:
+            cells += [fmt(get(w, k)), fmt(get(w + "-modern", k))]
+        P(f"| {label} | " + " | ".join(cells) + " |")
+    if not peers_m:
+        P("")
+        P("No peer client speaks 2026-07-28 in this run (see BENCHMARKS.md).")
+    P("")
 # The floor taken apart: what a timed wait, the JSON work and a reader
 # thread cost on this machine, unpinned and with every process on one core.
-BREAK = [("floor", "raw floor: write + read"),
+BREAK = [("floor", "raw floor: the faster of the two below"),
+         ("floor_block", "floor, blocking read"),
+         ("floor_spin", "floor, busy-polling a non-blocking pipe"),
          ("floor_poll", "floor + poll before the read (a timed wait)"),
          ("floor_json", "floor + poll + request and reply through serde_json::Value"),
          ("floor_thread", "floor + a reader thread handing the reply over"),
@@ -214,8 +255,21 @@ o = lambda k: get("ours", k)
 T = []
 s, f, r = o("seq_128_p50_us"), get("floor", "seq_128_p50_us"), get("rmcp", "seq_128_p50_us")
 if None not in (s, f, r):
-    T.append((f"sequential stdio p50 (128 B) ≤ 1.25 × floor: {s:.1f} µs vs {1.25 * f:.1f} µs (floor {f:.1f})", s <= 1.25 * f))
+    T.append((f"sequential stdio p50 (128 B) ≤ 1.25 × the floor (the faster of blocking and busy-polling): {s:.1f} µs vs {1.25 * f:.1f} µs (floor {f:.1f})", s <= 1.25 * f))
     T.append((f"sequential stdio p50 (128 B) < rmcp: {s:.1f} µs vs {r:.1f} µs", s < r))
+h, hf = o("http_p50_us"), get("floor", "http_p50_us")
+if None not in (h, hf):
+    T.append((f"HTTP p50 (128 B) ≤ 2 × the HTTP floor: {h:.1f} µs vs {2 * hf:.1f} µs (floor {hf:.1f})", h <= 2 * hf))
+for k in (8, 64):
+    hk, hr = o(f"http_tput_{k}"), get("rmcp", f"http_tput_{k}")
+    if None not in (hk, hr):
+        T.append((f"HTTP throughput {k} in flight ≥ 2 × rmcp native: {hk:,.0f} vs {2 * hr:,.0f} calls/s", hk >= 2 * hr))
+st, sr = o("start50_ms"), get("rmcp", "start50_ms")
+if None not in (st, sr):
+    T.append((f"50 servers started in parallel ≤ rmcp native: {st:.1f} ms vs {sr:.1f} ms", st <= sr))
+m, mf = o("seq_1m_p50_us"), get("floor", "seq_1m_p50_us")
+if None not in (m, mf):
+    T.append((f"sequential 1 MiB p50 ≤ 1.3 × the floor: {m:,.0f} µs vs {1.3 * mf:,.0f} µs (floor {mf:,.0f})", m <= 1.3 * mf))
 ps, pf, pr = get("pin_ours", "seq_128_p50_us"), get("pin_floor", "seq_128_p50_us"), get("pin_rmcp", "seq_128_p50_us")
 pj = get("pin_floor_json", "seq_128_p50_us")
 # Not issue targets: the same two checks with every process on one core.
@@ -230,8 +284,15 @@ for k in (8, 64):
         T.append((f"throughput {k} in flight ≥ rmcp native: {ok:,.0f} vs {rn:,.0f} calls/s", ok >= rn))
         T.append((f"throughput {k} in flight ≥ 2 × rmcp block_on: {ok:,.0f} vs {2 * rb:,.0f} calls/s", ok >= 2 * rb))
 if o("rss100_mib") is not None:
+    rr = get("rmcp", "rss100_mib")
+    if rr is not None:
+        T.append((f"100 stdio servers: client RSS ≤ rmcp's: {o('rss100_mib'):.1f} MiB vs {rr:.1f} MiB", o("rss100_mib") <= rr))
     T.append((f"100 stdio servers: client RSS ≤ 64 MiB: {o('rss100_mib'):.1f} MiB", o("rss100_mib") <= 64))
     T.append((f"fixed thread count per server (3): {o('threads_per_server'):.2f}", abs(o("threads_per_server") - 3) < 1e-9))
+for k, label in (("seq_128_p50_us", "stdio"), ("http_p50_us", "HTTP")):
+    lg, md = o(k), get("ours-modern", k)
+    if None not in (lg, md):
+        T.append((f"modern-era p50 within 5 % of the legacy era's ({label}): {md:.1f} µs vs {lg:.1f} µs ({md / lg:.3f})", md <= 1.05 * lg))
 if o("kill_max_ms") is not None:
     T.append((f"error after SIGKILL within 50 ms: max {o('kill_max_ms'):.2f} ms (p50 {o('kill_ms'):.2f})", o("kill_max_ms") <= 50))
 if store:
