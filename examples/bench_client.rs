@@ -878,6 +878,9 @@ fn connect(server: &str, name: &str) -> McpServer {
     if let Ok(us) = std::env::var("BENCH_READ_WINDOW_US") {
         opts.caller_read_window = Duration::from_micros(us.parse().expect("microseconds"));
     }
+    if let Ok(n) = std::env::var("BENCH_WRITE_QUEUE") {
+        opts.write_queue_capacity = n.parse().expect("a capacity");
+    }
     if let Ok(us) = std::env::var("BENCH_SPIN_US") {
         opts.caller_spin = Duration::from_micros(us.parse().expect("microseconds"));
     }

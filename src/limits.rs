@@ -138,8 +138,12 @@ pub const MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
 ///
 /// When the queue is full a caller waits (backpressure) up to its own call
 /// timeout and then gets [`McpError::Backpressure`](crate::McpError::Backpressure);
-/// nothing is dropped silently.
-pub const WRITE_QUEUE_CAPACITY: usize = 1024;
+/// nothing is dropped silently. The queue's slots are allocated (and
+/// touched) when the connection is made, so the capacity is resident memory
+/// of every server: 1024 cost 30 KiB each (3 MiB of a 100-server client's
+/// 17 MiB); 128 leaves room for twice the calls a caller pool usually keeps
+/// in flight, with no measurable change in throughput at 64 in flight.
+pub const WRITE_QUEUE_CAPACITY: usize = 128;
 
 /// The most requests that may be in flight on one connection at once.
 pub const MAX_PENDING_REQUESTS: usize = 4096;
