@@ -14,7 +14,17 @@ MODE is one of:
   wrong_types     tools/call is answered with {"jsonrpc":"2.0","id":<id>,"result":"not an object"}
   wrapper_exit    on tools/call starts `sleep 1000` (same process group, holding stdin, stdout
                   and stderr: the real server behind an npx-style wrapper) and exits with 3
-                  without answering
+                  without answering; the stderr line before the exit ends with
+                  "at monotonic <seconds>" (CLOCK_MONOTONIC, for latency measurements)
+  setsid_exit     like wrapper_exit, but the grandchild calls setsid (leaves the process group
+                  and session, as a daemon does) before it sleeps holding the pipes; its pid is
+                  on stderr ("setsid grandchild <pid>")
+  setsid_grandchild  at start spawns `sleep` in a new session (setsid: outside the process
+                  group, the client cannot kill it with the group) holding stdin, stdout and
+                  stderr; adds tool `pids` -> text '{"self": <pid>, "grandchild": <pid>}';
+                  serves normally and exits on stdin EOF
+  slow_start      adds tool `slow` {file}: creates the file `file` (the call has started), then
+                  answers after 600 s; for tests that interrupt a call in flight
   string_id       tools/call is answered with the id as a string ("3" for request 3), which
                   is another id; a correct answer follows after 300 ms
   close_stdout    answers initialize and tools/list, then closes stdout (fd 1) and keeps running
@@ -63,7 +73,7 @@ SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "wrong_types",
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
          "slow_one", "notify_flood", "one_write", "string_id", "wrapper_exit",
-         "many_tools", "env")
+         "many_tools", "env", "setsid_exit", "setsid_grandchild", "slow_start")
 
 _out_lock = threading.Lock()
 _stdout_closed = False
@@ -140,7 +150,7 @@ def tool_defs():
     tools = [{"name": "echo", "description": "Echo text back.",
               "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
                               "required": ["text"]}}]
-    if MODE == "grandchild":
+    if MODE in ("grandchild", "setsid_grandchild"):
         tools.append({"name": "pids", "description": "Return own and grandchild pid.",
                       "inputSchema": {"type": "object", "properties": {}}})
     if MODE == "notify_flood":
@@ -149,6 +159,10 @@ def tool_defs():
                                       "properties": {"n": {"type": "integer"},
                                                      "pad": {"type": "integer"}},
                                       "required": ["n"]}})
+    if MODE == "slow_start":
+        tools.append({"name": "slow", "description": "Touch `file`, then answer in 600 s.",
+                      "inputSchema": {"type": "object", "properties": {"file": {"type": "string"}},
+                                      "required": ["file"]}})
     if MODE == "env":
         tools.append({"name": "env", "description": "Return this process's environment.",
                       "inputSchema": {"type": "object", "properties": {}}})
@@ -176,6 +190,11 @@ def pack_answer(req_id, params):
         out += encode({"jsonrpc": "2.0", "method": "event/after", "params": {"i": i}})
     with _out_lock:
         write_raw(out)
+
+
+def grandchild_secs():
+    """How long a grandchild sleeps: no longer than this server may live."""
+    return str(int(float(os.environ.get("HOSTILE_LIFETIME_SECS", "900"))))
 
 
 def sleep_forever():
@@ -217,7 +236,13 @@ def run_call(req_id, params, cancel_ev):
         if name == "echo":
             t = args.get("text")
             result(req_id, text(t if isinstance(t, str) else json.dumps(t)))
-        elif name == "pids" and MODE == "grandchild":
+        elif name == "slow" and MODE == "slow_start":
+            with open(str(args.get("file")), "w") as f:
+                f.write(str(os.getpid()))
+            log("slow call started")
+            time.sleep(600)
+            result(req_id, text("slow done"))
+        elif name == "pids" and MODE in ("grandchild", "setsid_grandchild"):
             result(req_id, text(json.dumps({"self": os.getpid(), "grandchild": GRANDCHILD_PID})))
         elif name == "env" and MODE == "env":
             result(req_id, text(json.dumps(dict(os.environ))))
@@ -298,9 +323,13 @@ def handle(msg):
         if MODE == "crash_mid_call":
             log("tools/call received: exiting with 3")
             os._exit(3)
-        if MODE == "wrapper_exit":
-            subprocess.Popen(["sleep", "1000"])
-            log("tools/call received: left a grandchild holding the pipes; exiting with 3")
+        if MODE in ("wrapper_exit", "setsid_exit"):
+            setsid = MODE == "setsid_exit"
+            g = subprocess.Popen(["sleep", grandchild_secs()], start_new_session=setsid)
+            if setsid:
+                log(f"setsid grandchild {g.pid}")
+            log("tools/call received: left a grandchild holding the pipes; exiting with 3"
+                f" at monotonic {time.monotonic():.6f}")
             os._exit(3)
         if MODE == "wrong_types":
             send_response({"jsonrpc": "2.0", "id": req_id, "result": "not an object"})
@@ -359,6 +388,11 @@ def main():
         # Note: same process group, inherits our stdin/stdout/stderr.
         GRANDCHILD_PID = subprocess.Popen(["sleep", "1000"]).pid
         log(f"spawned grandchild {GRANDCHILD_PID}")
+    if MODE == "setsid_grandchild":
+        # A new session: outside our process group, holding our pipes.
+        GRANDCHILD_PID = subprocess.Popen(["sleep", grandchild_secs()],
+                                          start_new_session=True).pid
+        log(f"setsid grandchild {GRANDCHILD_PID}")
     log(f"ready (pid {os.getpid()})")
 
     stdin = sys.stdin.buffer

@@ -124,3 +124,115 @@ fn a_second_close_waits_for_the_first() {
     );
     first.join().unwrap();
 }
+
+/// The `mcp-<name>-*` threads of this process.
+fn threads_named(name: &str) -> Vec<String> {
+    let prefix = format!("mcp-{name}-");
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+        .map(|n| n.trim_end().to_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// The process group of `pid`, from /proc.
+fn pgrp(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+/// Kills a process that is not the client's (a test's own clean-up).
+fn kill(pid: u32) {
+    // SAFETY: a plain kill(2) of a process this test started through the
+    // server and checked is still alive.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+/// A server whose grandchild left the process group (`setsid`, as a
+/// daemon does) and keeps the server's stdin, stdout and stderr open:
+/// close() still returns at once with every I/O thread joined (they do not
+/// wait for an end of file that process may never give). The process
+/// itself is not the client's to kill: it is left running, with our ends
+/// of its pipes closed.
+fn outside_the_group(name: &str, end: impl FnOnce(McpServer)) {
+    let cfg = script_config(name, "hostile_mcp_server.py", &["setsid_grandchild"])
+        .with_env("HOSTILE_LIFETIME_SECS", "120");
+    let s = McpServer::connect(&cfg, test_options()).unwrap();
+    let (me, outsider) = pids(&s);
+    assert_eq!(me, s.pid());
+    assert_ne!(pgrp(outsider), Some(me), "the grandchild left the group");
+    assert_eq!(threads_named(name).len(), 3);
+    let started = std::time::Instant::now();
+    end(s);
+    let took = started.elapsed();
+    let left = threads_named(name);
+    let outsider_alive = alive(outsider);
+    kill(outsider);
+    assert!(left.is_empty(), "threads left running: {left:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "closing took {took:?} (the I/O threads waited for the pipes)"
+    );
+    assert_eq!(proc_state(me), None, "the child was reaped");
+    assert!(group_members(me).is_empty(), "the group is dead");
+    assert!(
+        outsider_alive,
+        "the process outside the group is not the client's to kill"
+    );
+}
+
+#[test]
+fn close_joins_its_threads_while_a_process_outside_the_group_holds_the_pipes() {
+    outside_the_group("setsid", |s| s.close().unwrap());
+}
+
+#[test]
+fn drop_joins_its_threads_while_a_process_outside_the_group_holds_the_pipes() {
+    outside_the_group("setdrop", drop);
+}
+
+/// Two threads close a server behind a wrapper shell that does not `exec`
+/// (the real server is a grandchild, as under `npx`) at the same moment:
+/// neither returns before the whole group is dead, whichever of them does
+/// the work (the CLI's signal thread and its main thread, on Ctrl-C).
+#[test]
+fn concurrent_closes_both_return_after_the_group_is_dead() {
+    let server = repo_path("scripts/hostile_mcp_server.py");
+    // `; exit $?` keeps sh from exec'ing python: sh stays the direct child.
+    let script = format!("python3 '{server}' ignore_sigterm; exit $?");
+    let cfg = skald_mcp::McpServerConfig::stdio("wrapped", "sh", ["-c".to_owned(), script]);
+    let s = std::sync::Arc::new(McpServer::connect(&cfg, test_options()).unwrap());
+    let pid = s.pid();
+    assert_eq!(
+        text(s.call_tool("echo", json!({"text": "up"})).unwrap()),
+        "up"
+    );
+    assert!(group_members(pid).len() >= 2, "sh and python in the group");
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let closers: Vec<_> = (0..2)
+        .map(|_| {
+            let (s, b) = (std::sync::Arc::clone(&s), std::sync::Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                b.wait();
+                s.close().unwrap();
+                // Checked by each closer the moment its close returns.
+                (proc_state(pid), group_members(pid))
+            })
+        })
+        .collect();
+    for c in closers {
+        let (state, members) = c.join().unwrap();
+        assert_eq!(state, None, "close returned before the child was reaped");
+        assert!(
+            members.is_empty(),
+            "close returned with the group alive: {members:?}"
+        );
+    }
+}

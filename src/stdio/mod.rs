@@ -23,10 +23,17 @@
 //! reach it, and so that closing or dropping the client can kill the whole
 //! group (grandchildren of `npx`/`uvx`-style wrappers included) and reap the
 //! child: no zombies, no orphans.
+//!
+//! A descendant that left the group (it called `setsid`, as a daemon does)
+//! is not the client's to kill, and may keep the pipes open after the group
+//! is dead. So no I/O thread waits on a pipe alone: each also polls a
+//! [`Stop`] pipe that `close()`/`Drop` fires once the child is reaped, and
+//! the threads are joined; our pipe ends close with them, and that process
+//! sees end of file / `EPIPE` on its inherited copies.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::{ChildStderr, ChildStdin};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -49,12 +56,15 @@ mod reader;
 mod spawn;
 mod tail;
 
-use reader::{reader_loop, StdoutShared};
+use reader::{poll_fds, pollfd, reader_loop, StdoutShared, Stop};
 use spawn::{EnvBase, Proc, Spawned, Spec};
 use tail::StderrTail;
 
 /// How long `Drop` and `close()` wait for the I/O threads to finish after
-/// the child is dead, before leaving them detached.
+/// the child is dead and [`Stop`] fired, before leaving them detached. They
+/// end within microseconds of the stop, whoever holds the pipes; the bound
+/// only matters when a callback of the host (a handler, a full channel it
+/// blocks on) keeps the reader thread busy.
 const THREAD_JOIN_BOUND: Duration = Duration::from_secs(2);
 
 enum WriterMsg {
@@ -79,6 +89,8 @@ struct StdinShared {
     /// The write end's descriptor, used by the writer thread outside the
     /// lock (only the writer thread closes it).
     fd: std::os::fd::RawFd,
+    /// Ends a wait for room in the pipe when the client closes.
+    stop: Arc<Stop>,
 }
 
 struct StdinState {
@@ -102,7 +114,7 @@ enum Direct {
 }
 
 impl StdinShared {
-    fn new(stdin: ChildStdin) -> io::Result<StdinShared> {
+    fn new(stdin: ChildStdin, stop: Arc<Stop>) -> io::Result<StdinShared> {
         use std::os::fd::AsRawFd;
         let fd = stdin.as_raw_fd();
         // Our write end only: the child has its own open file description.
@@ -114,6 +126,7 @@ impl StdinShared {
                 backlog: None,
             }),
             fd,
+            stop,
         })
     }
 
@@ -291,6 +304,8 @@ pub struct McpServer {
     /// Disconnected when all three I/O threads have finished.
     all_done: Receiver<()>,
     closing: Arc<AtomicBool>,
+    /// Fired once the child is reaped: every I/O thread stops waiting.
+    stop: Arc<Stop>,
     /// Held for the whole of `close()`: a second caller waits for the
     /// close in progress to finish (the child reaped, the threads joined)
     /// instead of returning while it still runs.
@@ -318,6 +333,61 @@ fn signal_group(pid: u32, sig: libc::c_int) {
         libc::killpg(pid, sig);
         libc::kill(pid, sig);
     }
+}
+
+/// How long `close()`/`Drop` wait, after `SIGKILL` to the group, for its
+/// other members (a wrapper's real server) to be gone: they cannot ignore
+/// the signal, but die only once the kernel schedules them.
+const GROUP_EXIT_WAIT: Duration = Duration::from_millis(500);
+
+/// Waits until no live process (zombies aside) is left in the group `pgid`,
+/// at most [`GROUP_EXIT_WAIT`]: `close()` returns only once the server's
+/// group is dead, so a host that exits right after it leaves nothing.
+fn wait_group_dead(pgid: u32) {
+    let deadline = Instant::now() + GROUP_EXIT_WAIT;
+    loop {
+        // SAFETY: signal 0 only checks that the group exists; it is ours
+        // (the child that led it was reaped, but no new group can take its
+        // id while members are left).
+        if unsafe { libc::killpg(pgid as libc::pid_t, 0) } != 0 || !group_has_live_member(pgid) {
+            return;
+        }
+        if Instant::now() >= deadline {
+            ::log::warn!(target: "mcp_client", "process group {pgid} still has live members {GROUP_EXIT_WAIT:?} after SIGKILL");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether a process of group `pgid` is alive and not a zombie (Linux:
+/// read from `/proc`; elsewhere, that the group exists at all).
+fn group_has_live_member(pgid: u32) -> bool {
+    if !cfg!(target_os = "linux") {
+        return true;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let is_pid = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        if !is_pid {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        // After the parenthesised name: state, ppid, pgrp.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut f = rest.split_whitespace();
+        let (state, _ppid, pgrp) = (f.next(), f.next(), f.next());
+        pgrp.and_then(|g| g.parse::<u32>().ok()) == Some(pgid) && !matches!(state, Some("Z" | "X"))
+    })
 }
 
 /// Where children are started (see `spawn.rs` for how). On Linux every
@@ -479,6 +549,11 @@ impl McpServer {
         };
         let (stderr_ended_tx, stderr_ended) = bounded::<()>(0);
         let tail = Arc::new(StderrTail::new(spec.env.values(), stderr_ended));
+        let stop = Arc::new(Stop::new().map_err(|source| McpError::Spawn {
+            server: name.clone(),
+            command: command.clone(),
+            source,
+        })?);
         let spawned = spawner::spawn(spec).map_err(|source| McpError::Spawn {
             server: name.clone(),
             command: command.clone(),
@@ -493,9 +568,13 @@ impl McpServer {
         let pid = child.id();
         let child = Arc::new(Mutex::new(Some(child)));
 
-        let shared = StdinShared::new(stdin).and_then(|i| Ok((i, StdoutShared::new(stdout, pid)?)));
-        let (stdin, stdout) = match shared {
-            Ok((i, o)) => (Arc::new(i), Arc::new(o)),
+        let shared = StdinShared::new(stdin, Arc::clone(&stop)).and_then(|i| {
+            let o = StdoutShared::new(stdout, pid, Arc::clone(&stop))?;
+            let e = StderrPipe::new(stderr, Arc::clone(&stop))?;
+            Ok((i, o, e))
+        });
+        let (stdin, stdout, stderr) = match shared {
+            Ok((i, o, e)) => (Arc::new(i), Arc::new(o), Arc::new(e)),
             Err(source) => {
                 signal_group(pid, libc::SIGKILL);
                 let _ = child.lock().take().map(|mut c| c.wait());
@@ -520,6 +599,7 @@ impl McpServer {
             None,
         );
         stdout.attach(&peer);
+        tail.watch(Arc::clone(&stderr));
         let closing = Arc::new(AtomicBool::new(false));
         let (reader_done_tx, reader_done) = bounded::<()>(0);
         let (all_done_tx, all_done) = bounded::<()>(0);
@@ -529,6 +609,7 @@ impl McpServer {
             if let Some(mut c) = child.lock().take() {
                 let _ = c.wait();
             }
+            stop.fire();
         };
 
         let mut threads = Vec::with_capacity(3);
@@ -588,6 +669,7 @@ impl McpServer {
             reader_done,
             all_done,
             closing,
+            stop,
             close_lock: parking_lot::Mutex::new(()),
         })
     }
@@ -628,6 +710,13 @@ impl McpServer {
         if let Some(mut c) = self.child.lock().take() {
             let _ = c.wait();
         }
+        // The group is dead. A process still holding the pipes left it
+        // (`setsid`): not ours to kill, and not worth waiting for. The
+        // threads stop waiting on the pipes and end; the writer is told in
+        // case its queue was full when `Close` was sent.
+        self.stop.fire();
+        let _ = self.writer.try_send(WriterMsg::Close);
+        wait_group_dead(self.pid);
         match self.all_done.recv_timeout(THREAD_JOIN_BOUND) {
             Err(RecvTimeoutError::Disconnected) => {
                 for t in self.threads.lock().drain(..) {
@@ -637,7 +726,7 @@ impl McpServer {
             _ => {
                 ::log::warn!(
                     target: "mcp_client",
-                    "[{}] I/O threads still running (a process outside the group holds the pipes); detaching them",
+                    "[{}] I/O threads still busy {THREAD_JOIN_BOUND:?} after the close (a callback blocks them); detaching them",
                     self.peer.name
                 );
                 self.threads.lock().clear();
@@ -690,8 +779,9 @@ fn set_nonblocking(fd: std::os::fd::RawFd) -> io::Result<()> {
 }
 
 /// Writes all of `buf` to the non-blocking `fd`, waiting for room with
-/// `poll`.
-fn write_all_fd(fd: std::os::fd::RawFd, mut buf: &[u8]) -> io::Result<()> {
+/// `poll`; fails once `stop` fired (the reader of the pipe, if any, is
+/// outside the server's group and may never read).
+fn write_all_fd(fd: std::os::fd::RawFd, mut buf: &[u8], stop: &Stop) -> io::Result<()> {
     while !buf.is_empty() {
         // SAFETY: `fd` is the pipe's write end, open until this thread
         // closes it; `buf` is valid for `buf.len()` bytes.
@@ -704,14 +794,20 @@ fn write_all_fd(fd: std::os::fd::RawFd, mut buf: &[u8]) -> io::Result<()> {
         match e.kind() {
             io::ErrorKind::Interrupted => {}
             io::ErrorKind::WouldBlock => {
-                let mut pfd = libc::pollfd {
-                    fd,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd. POLLERR/POLLHUP also end the
+                if stop.is_set() {
+                    return Err(io::Error::other("the client closed the connection"));
+                }
+                let mut pfds = [
+                    libc::pollfd {
+                        fd,
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    },
+                    pollfd(stop.fd()),
+                ];
+                // SAFETY: two valid pollfds. POLLERR/POLLHUP also end the
                 // wait; the next write then reports the error.
-                unsafe { libc::poll(&mut pfd, 1, -1) };
+                unsafe { libc::poll(pfds.as_mut_ptr(), 2, -1) };
             }
             _ => return Err(e),
         }
@@ -764,12 +860,12 @@ fn writer_loop(stdin: Arc<StdinShared>, rx: Receiver<WriterMsg>, peer: Weak<Peer
         // anything now in the queue was reserved.
         let backlog = stdin.state.lock().backlog.take();
         if let Some(rest) = &backlog {
-            if let Err(e) = write_all_fd(fd, rest) {
+            if let Err(e) = write_all_fd(fd, rest, &stdin.stop) {
                 fail(e);
                 return;
             }
         }
-        if let Err(e) = write_all_fd(fd, &buf) {
+        if let Err(e) = write_all_fd(fd, &buf, &stdin.stop) {
             fail(e);
             return;
         }
@@ -783,15 +879,108 @@ fn writer_loop(stdin: Arc<StdinShared>, rx: Receiver<WriterMsg>, peer: Weak<Peer
                 .queued
                 .saturating_sub(lines + usize::from(backlog.is_some()));
         }
-        if close {
+        if close || stdin.stop.is_set() {
             break;
         }
     }
     stop(&stdin);
 }
 
-fn stderr_loop(stderr: ChildStderr, peer: &Peer, tail: &StderrTail) {
-    let mut r = BufReader::with_capacity(16 * 1024, stderr);
+/// How much the stderr thread still reads after [`Stop`] fired (the last
+/// lines of the killed group), so that a descendant outside the group that
+/// writes without pause cannot keep it from ending.
+const STDERR_AFTER_STOP: usize = 64 * 1024;
+
+/// The child's stderr, read without blocking: the `mcp-<name>-err` thread
+/// waits with `poll` on it and on [`Stop`], so it ends at end of file or
+/// when the client closes, whichever comes first.
+struct StderrPipe {
+    stderr: ChildStderr,
+    stop: Arc<Stop>,
+    /// False only while the thread waits for input with the pipe empty and
+    /// every line read so far handed on (see [`StderrPipe::caught_up`]).
+    busy: AtomicBool,
+    /// Bytes still read after the stop.
+    after_stop: AtomicUsize,
+}
+
+impl StderrPipe {
+    fn new(stderr: ChildStderr, stop: Arc<Stop>) -> io::Result<StderrPipe> {
+        use std::os::fd::AsRawFd;
+        // Our read end only: the child has its own open file description.
+        set_nonblocking(stderr.as_raw_fd())?;
+        Ok(StderrPipe {
+            stderr,
+            stop,
+            busy: AtomicBool::new(true),
+            after_stop: AtomicUsize::new(STDERR_AFTER_STOP),
+        })
+    }
+
+    /// Whether everything written to stderr so far has been read and its
+    /// complete lines handed on: the thread is waiting and the pipe holds
+    /// nothing. Once the server has exited, its last lines are then known.
+    fn caught_up(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        if self.busy.load(Ordering::SeqCst) {
+            return false;
+        }
+        let mut fds = [pollfd(self.stderr.as_raw_fd())];
+        poll_fds(&mut fds, Some(Duration::ZERO)).is_ok() && fds[0].revents == 0
+    }
+}
+
+impl Read for &StderrPipe {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        loop {
+            let stopped = self.stop.is_set();
+            let out = if stopped {
+                let left = self.after_stop.load(Ordering::Relaxed);
+                if left == 0 {
+                    return Ok(0);
+                }
+                let n = out.len().min(left);
+                &mut out[..n]
+            } else {
+                &mut *out
+            };
+            self.busy.store(true, Ordering::SeqCst);
+            // SAFETY: reads into `out`, valid for `out.len()` bytes, from
+            // our read end of the pipe, open as long as `self`.
+            let n =
+                unsafe { libc::read(self.stderr.as_raw_fd(), out.as_mut_ptr().cast(), out.len()) };
+            let got = if n >= 0 {
+                Ok(n as usize)
+            } else {
+                Err(io::Error::last_os_error())
+            };
+            match got {
+                Ok(n) => {
+                    if stopped {
+                        self.after_stop.fetch_sub(n, Ordering::Relaxed);
+                    }
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if stopped {
+                        return Ok(0);
+                    }
+                    self.busy.store(false, Ordering::SeqCst);
+                    poll_fds(
+                        &mut [pollfd(self.stderr.as_raw_fd()), pollfd(self.stop.fd())],
+                        None,
+                    )?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+fn stderr_loop(stderr: Arc<StderrPipe>, peer: &Peer, tail: &StderrTail) {
+    let mut r = BufReader::with_capacity(16 * 1024, &*stderr);
     let mut buf = Vec::with_capacity(512);
     loop {
         match read_stderr_line(&mut r, &mut buf, MAX_STDERR_LINE) {

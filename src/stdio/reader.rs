@@ -171,7 +171,7 @@ impl ReadState {
 
 /// A pipe that wakes the reader thread from `poll`: a caller handing
 /// reading back writes a byte to it.
-struct WakePipe {
+pub(super) struct WakePipe {
     rd: OwnedFd,
     wr: OwnedFd,
 }
@@ -211,6 +211,40 @@ impl WakePipe {
     }
 }
 
+/// Told once, by `close()` or `Drop` after the child's group is killed and
+/// the child reaped: every I/O thread waits on it with its pipe, so none
+/// stays blocked on a pipe that a process outside the group (a descendant
+/// that called `setsid`, as daemons do) still holds open. Never cleared:
+/// its pipe stays readable, so every `poll` that includes it returns.
+pub(super) struct Stop {
+    pipe: WakePipe,
+    set: AtomicBool,
+}
+
+impl Stop {
+    pub(super) fn new() -> io::Result<Stop> {
+        Ok(Stop {
+            pipe: WakePipe::new()?,
+            set: AtomicBool::new(false),
+        })
+    }
+
+    /// Wakes every thread waiting on it, for good.
+    pub(super) fn fire(&self) {
+        self.set.store(true, Ordering::Release);
+        self.pipe.wake();
+    }
+
+    pub(super) fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    /// The descriptor to poll (readable once fired).
+    pub(super) fn fd(&self) -> RawFd {
+        self.pipe.rd.as_raw_fd()
+    }
+}
+
 /// The child's stdout, read by the reader thread or by a caller.
 pub(super) struct StdoutShared {
     fd: RawFd,
@@ -227,6 +261,8 @@ pub(super) struct StdoutShared {
     /// the stdout pipe open, so that pending calls fail at once instead of
     /// waiting for their timeout.
     pidfd: Option<OwnedFd>,
+    /// Told when the client closes: the reader thread stops waiting.
+    stop: Arc<Stop>,
 }
 
 /// A pidfd for `pid`, when the kernel has `pidfd_open`.
@@ -245,11 +281,12 @@ fn open_pidfd(pid: u32) -> Option<OwnedFd> {
 impl StdoutShared {
     /// Makes the read end non-blocking (ours alone: the child holds the
     /// write end) and wraps it.
-    pub(super) fn new(stdout: ChildStdout, pid: u32) -> io::Result<StdoutShared> {
+    pub(super) fn new(stdout: ChildStdout, pid: u32, stop: Arc<Stop>) -> io::Result<StdoutShared> {
         let fd = stdout.as_raw_fd();
         set_nonblocking(fd)?;
         Ok(StdoutShared {
             pidfd: open_pidfd(pid),
+            stop,
             fd,
             state: Mutex::new(ReadState {
                 r: BufReader::with_capacity(64 * 1024, stdout),
@@ -275,21 +312,22 @@ impl StdoutShared {
     /// hands back, or [`READER_BACKOFF`] passed.
     fn back_off(&self) {
         let _ = poll_fds(
-            &mut [pollfd(self.wake.rd.as_raw_fd())],
+            &mut [pollfd(self.wake.rd.as_raw_fd()), pollfd(self.stop.fd())],
             Some(READER_BACKOFF),
         );
         self.wake.clear();
     }
 
-    /// Waits for input or a hand-back; returns whether input woke it.
-    /// Waits for input, a wake-up, or the child's exit. Returns whether
-    /// there is input, and whether the child has exited.
+    /// Waits for input, a wake-up, the child's exit, or the client's
+    /// close. Returns whether there is input, and whether the child has
+    /// exited.
     fn wait_input(&self) -> io::Result<(bool, bool)> {
         let pidfd = self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         let mut fds = [
             pollfd(self.fd),
             pollfd(self.wake.rd.as_raw_fd()),
             pollfd(pidfd),
+            pollfd(self.stop.fd()),
         ];
         // A negative descriptor is ignored by poll.
         poll_fds(&mut fds, None)?;
@@ -368,7 +406,7 @@ impl StdoutShared {
     }
 }
 
-fn pollfd(fd: RawFd) -> libc::pollfd {
+pub(super) fn pollfd(fd: RawFd) -> libc::pollfd {
     libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -406,7 +444,7 @@ impl Drop for SpinSlot {
 }
 
 /// Waits until one of `fds` is readable (or hung up), at most `timeout`.
-fn poll_fds(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::Result<()> {
+pub(super) fn poll_fds(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::Result<()> {
     let ms = match timeout {
         // Rounded up: waking early would only poll again.
         Some(t) => t
@@ -476,6 +514,11 @@ pub(super) fn reader_loop(
     let max = peer.opts.max_message_size;
     let never = || false;
     let reason = loop {
+        if shared.stop.is_set() {
+            // The client closed and the group is dead; whatever still holds
+            // the pipe is not the server we talk to.
+            break "closed by the client".to_owned();
+        }
         // Lines a caller read but left are routed without waiting.
         let buffered = match shared.state.try_lock() {
             Some(st) => st.has_line(),
@@ -542,8 +585,8 @@ pub(super) fn reader_loop(
                 }
                 signal_group(pid, libc::SIGKILL);
                 // Drain to end of file so the pipe does not block the dying
-                // group.
-                drain_to_eof(shared.fd, &mut st.r);
+                // group (or until the client closes).
+                drain_to_eof(shared.fd, &mut st.r, &shared.stop);
                 return;
             }
             Drained::Failed(e) => break format!("reading the server's stdout failed: {e}"),
@@ -562,8 +605,8 @@ pub(super) fn reader_loop(
     }
 }
 
-/// Discards input until end of file (or an error).
-fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>) {
+/// Discards input until end of file, an error, or `stop`.
+fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>, stop: &Stop) {
     let len = r.buffer().len();
     r.consume(len);
     let mut sink = [0u8; 16 * 1024];
@@ -573,7 +616,7 @@ fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if poll_fds(&mut [pollfd(fd)], None).is_err() {
+                if stop.is_set() || poll_fds(&mut [pollfd(fd), pollfd(stop.fd())], None).is_err() {
                     return;
                 }
             }

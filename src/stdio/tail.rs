@@ -9,9 +9,10 @@
 //! `<redacted>` before a line is kept, since errors never carry a secret.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use parking_lot::Mutex;
 
 /// How many of the last stderr lines an error quotes.
@@ -28,8 +29,10 @@ const MIN_SECRET_LEN: usize = 6;
 /// How long the end of the connection waits for the stderr thread to read
 /// what the exited server wrote last (its stdout and stderr close at the
 /// same moment, but are read by different threads). The wait ends as soon
-/// as stderr reaches end of file; the bound only matters when a process the
-/// server started keeps stderr open.
+/// as stderr reaches end of file, or the stderr thread has read everything
+/// in the pipe (a process the server started keeps stderr open, but what
+/// the server itself wrote is all there once it has exited); the bound only
+/// matters when that process keeps writing.
 const STDERR_EOF_WAIT: Duration = Duration::from_millis(250);
 
 /// The bounded tail of a server's stderr.
@@ -38,6 +41,8 @@ pub(super) struct StderrTail {
     secrets: Vec<String>,
     /// Disconnected when the stderr thread has read to end of file.
     ended: Receiver<()>,
+    /// The pipe the lines come from, to tell when all of it is read.
+    pipe: OnceLock<Arc<super::StderrPipe>>,
 }
 
 impl StderrTail {
@@ -58,7 +63,13 @@ impl StderrTail {
             lines: Mutex::new(VecDeque::with_capacity(TAIL_LINES)),
             secrets,
             ended,
+            pipe: OnceLock::new(),
         }
+    }
+
+    /// Names the pipe the lines are read from (see [`StderrTail::explain`]).
+    pub(super) fn watch(&self, pipe: Arc<super::StderrPipe>) {
+        let _ = self.pipe.set(pipe);
     }
 
     /// Keeps `line` (redacted, then cut), dropping the oldest beyond
@@ -89,9 +100,27 @@ impl StderrTail {
     /// `reason` followed by the last stderr lines, once stderr has been
     /// read to its end (waiting at most [`STDERR_EOF_WAIT`]).
     pub(super) fn explain(&self, reason: String) -> String {
-        // Disconnected: stderr is read to its end. Timed out: a process the
-        // server started still holds it; what arrived is quoted.
-        let _ = self.ended.recv_timeout(STDERR_EOF_WAIT);
+        // Disconnected: stderr is read to its end. Caught up: a process the
+        // server started still holds it, but what the server wrote is read.
+        // Timed out: that process keeps writing; what arrived is quoted.
+        let deadline = Instant::now() + STDERR_EOF_WAIT;
+        loop {
+            if !matches!(self.ended.try_recv(), Err(TryRecvError::Empty))
+                || self.pipe.get().is_some_and(|p| p.caught_up())
+            {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let slice = left.min(Duration::from_millis(1));
+            if slice.is_zero()
+                || matches!(
+                    self.ended.recv_timeout(slice),
+                    Ok(()) | Err(RecvTimeoutError::Disconnected)
+                )
+            {
+                break;
+            }
+        }
         let lines = self.lines.lock();
         if lines.is_empty() {
             return reason;
