@@ -73,3 +73,15 @@ fn manager_once() {
         "{out}"
     );
 }
+
+#[test]
+fn exit_latency() {
+    let out = run_example("exit_latency", &["1"]);
+    for mode in ["wrapper_exit", "setsid_exit"] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(mode) && l.contains("exit → Disconnected p50")),
+            "{out}"
+        );
+    }
+}
