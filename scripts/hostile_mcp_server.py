@@ -23,8 +23,10 @@ MODE is one of:
                   group, the client cannot kill it with the group) holding stdin, stdout and
                   stderr; adds tool `pids` -> text '{"self": <pid>, "grandchild": <pid>}';
                   serves normally and exits on stdin EOF
-  slow_start      adds tool `slow` {file}: creates the file `file` (the call has started), then
-                  answers after 600 s; for tests that interrupt a call in flight
+  slow_start      adds tool `slow` {file}: writes its pid to the file `file` (the call has
+                  started), then answers after 600 s (HOSTILE_LIFETIME_SECS bounds it); ignores
+                  SIGTERM and SIGINT, so only SIGKILL ends it during the call: for tests that
+                  interrupt a call in flight
   string_id       tools/call is answered with the id as a string ("3" for request 3), which
                   is another id; a correct answer follows after 300 ms
   close_stdout    answers initialize and tools/list, then closes stdout (fd 1) and keeps running
@@ -237,8 +239,11 @@ def run_call(req_id, params, cancel_ev):
             t = args.get("text")
             result(req_id, text(t if isinstance(t, str) else json.dumps(t)))
         elif name == "slow" and MODE == "slow_start":
-            with open(str(args.get("file")), "w") as f:
+            # Written whole, then renamed: the file never exists half written.
+            path = str(args.get("file"))
+            with open(path + ".tmp", "w") as f:
                 f.write(str(os.getpid()))
+            os.rename(path + ".tmp", path)
             log("slow call started")
             time.sleep(600)
             result(req_id, text("slow done"))
@@ -381,7 +386,7 @@ def main():
     lifetime = float(os.environ.get("HOSTILE_LIFETIME_SECS", "900"))
     threading.Thread(target=watchdog, args=(lifetime,), daemon=True).start()
 
-    if MODE in ("ignore_sigterm", "grandchild"):
+    if MODE in ("ignore_sigterm", "grandchild", "slow_start"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     if MODE == "grandchild":

@@ -384,3 +384,86 @@ fn a_start_failure_shows_the_servers_stderr() {
         "{err}"
     );
 }
+
+/// Ctrl-C during a call to a server behind a wrapper that does not `exec`
+/// (`sh` stays the direct child and the real server is its child, as under
+/// `npx`): the CLI exits 130 and nothing of the wrapper's process group is
+/// left. The server ignores SIGTERM, so only the close's final SIGKILL
+/// ends it: a CLI that exits before that close has finished leaves it
+/// behind.
+#[test]
+fn ctrl_c_during_a_call_leaves_nothing_of_a_wrapped_server() {
+    use std::time::Duration;
+    let e = Env::new();
+    std::fs::create_dir_all(&e.dir).unwrap();
+    let started = e.dir.join("call-started");
+    let server = repo_path("scripts/hostile_mcp_server.py");
+    // `; exit $?` keeps sh from exec'ing python.
+    let wrapper = format!("python3 '{server}' slow_start; exit $?");
+    let mut cli = e
+        .command(&[
+            "connect",
+            "call",
+            "slow",
+            "--arg",
+            &format!("file={}", started.display()),
+            "--",
+            "sh",
+            "-c",
+            &wrapper,
+        ])
+        .env("HOSTILE_LIFETIME_SECS", "120")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The server writes its pid once the call is running.
+    let mut server_pid = None;
+    let running = common::eventually(Duration::from_secs(30), || {
+        server_pid = std::fs::read_to_string(&started)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        server_pid.is_some() || cli.try_wait().ok().flatten().is_some()
+    });
+    let Some(server_pid) = server_pid.filter(|_| running) else {
+        let _ = cli.kill();
+        let out = cli.wait_with_output().unwrap();
+        panic!(
+            "the call never started: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let group = std::fs::read_to_string(format!("/proc/{server_pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(2)?
+                .parse::<u32>()
+                .ok()
+        })
+        .expect("the server's process group");
+    assert_ne!(group, server_pid, "the server is the wrapper's child");
+    assert_eq!(common::group_members(group).len(), 2, "sh and python");
+    // SAFETY: kill(2) of the CLI this test started, still running.
+    unsafe { libc::kill(cli.id() as libc::pid_t, libc::SIGINT) };
+    let exited = common::eventually(Duration::from_secs(20), || {
+        cli.try_wait().ok().flatten().is_some()
+    });
+    if !exited {
+        let _ = cli.kill();
+    }
+    // Checked the moment the CLI is gone, then cleaned up either way.
+    let left = common::group_members(group);
+    for pid in &left {
+        // SAFETY: kill(2) of what is left of this test's own server.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+    let out = cli.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(exited, "the CLI did not exit after SIGINT: {err}");
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(left.is_empty(), "left of the server's group: {left:?}");
+}
