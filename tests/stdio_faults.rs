@@ -281,6 +281,57 @@ fn a_wrapper_that_exits_fails_the_call_even_if_a_grandchild_holds_the_pipe() {
     s.close().unwrap();
 }
 
+/// The same through a grandchild that left the process group (`setsid`),
+/// timed: the call fails within 150 ms of the server's exit (the goal is
+/// 50 ms, `examples/exit_latency.rs` measures about 5; the margin is for a
+/// loaded machine), where it used to wait 250 ms for a stderr end of file
+/// the grandchild withheld.
+#[test]
+fn a_wrapper_exit_fails_the_call_within_its_latency_bound() {
+    fn monotonic() -> f64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec into valid memory.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    }
+    let cfg = script_config("sx", "hostile_mcp_server.py", &["setsid_exit"])
+        .with_env("HOSTILE_LIFETIME_SECS", "60");
+    let (ltx, lrx) = crossbeam_channel::unbounded();
+    let opts = test_options()
+        .call_timeout(Duration::from_secs(60))
+        .logs(ltx);
+    let s = McpServer::connect(&cfg, opts).unwrap();
+    let r = s.call_tool("echo", json!({"text": "x"}));
+    let failed_at = monotonic();
+    assert!(matches!(r, Err(McpError::Disconnected { .. })), "{r:?}");
+    // The server's last stderr lines: the outsider's pid, its exit time.
+    let number_after = |line: &str, key: &str| -> Option<f64> {
+        let rest = &line[line.find(key)? + key.len()..];
+        rest.split_whitespace().next()?.parse().ok()
+    };
+    let (mut outsider, mut exited_at) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while exited_at.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lrx.recv_timeout(left).expect("the server's exit time");
+        outsider = outsider.or(number_after(&line.text, "setsid grandchild "));
+        exited_at = number_after(&line.text, "at monotonic ");
+    }
+    s.close().unwrap();
+    if let Some(pid) = outsider {
+        // SAFETY: kill(2) of the sleep this test's server started.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+    let took_ms = (failed_at - exited_at.unwrap()) * 1e3;
+    assert!(
+        took_ms < 150.0,
+        "Disconnected came {took_ms:.1} ms after the exit"
+    );
+}
+
 /// A server listing 100 000 tools in one page: the client keeps
 /// `max_tools` of them (the rest are skipped unparsed, see the
 /// `tool_list_rss` example for what that saves), says so in the server's
