@@ -148,6 +148,19 @@ fn pgrp(pid: u32) -> Option<u32> {
         .ok()
 }
 
+/// The pipes (`pipe:[inode]`) among the open descriptors of `pid`.
+fn pipes_of(pid: &str) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .map(|l| l.to_string_lossy().into_owned())
+                .filter(|l| l.starts_with("pipe:"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Kills a process that is not the client's (a test's own clean-up).
 fn kill(pid: u32) {
     // SAFETY: a plain kill(2) of a process this test started through the
@@ -160,7 +173,8 @@ fn kill(pid: u32) {
 /// close() still returns at once with every I/O thread joined (they do not
 /// wait for an end of file that process may never give). The process
 /// itself is not the client's to kill: it is left running, with our ends
-/// of its pipes closed.
+/// of its pipes closed (checked through /proc: no descriptor of ours
+/// refers to the pipes it holds).
 fn outside_the_group(name: &str, end: impl FnOnce(McpServer)) {
     let cfg = script_config(name, "hostile_mcp_server.py", &["setsid_grandchild"])
         .with_env("HOSTILE_LIFETIME_SECS", "120");
@@ -169,12 +183,21 @@ fn outside_the_group(name: &str, end: impl FnOnce(McpServer)) {
     assert_eq!(me, s.pid());
     assert_ne!(pgrp(outsider), Some(me), "the grandchild left the group");
     assert_eq!(threads_named(name).len(), 3);
+    let held = pipes_of(&outsider.to_string());
+    assert_eq!(
+        held.len(),
+        3,
+        "the outsider holds the three pipes: {held:?}"
+    );
+    assert!(pipes_of("self").intersection(&held).count() == 3);
     let started = std::time::Instant::now();
     end(s);
     let took = started.elapsed();
     let left = threads_named(name);
+    let ours_left: Vec<String> = pipes_of("self").intersection(&held).cloned().collect();
     let outsider_alive = alive(outsider);
     kill(outsider);
+    assert!(ours_left.is_empty(), "our ends still open: {ours_left:?}");
     assert!(left.is_empty(), "threads left running: {left:?}");
     assert!(
         took < Duration::from_secs(1),
@@ -190,7 +213,12 @@ fn outside_the_group(name: &str, end: impl FnOnce(McpServer)) {
 
 #[test]
 fn close_joins_its_threads_while_a_process_outside_the_group_holds_the_pipes() {
-    outside_the_group("setsid", |s| s.close().unwrap());
+    outside_the_group("setsid", |s| {
+        s.close().unwrap();
+        // Not dropped: close() itself must have closed our pipe ends (the
+        // leak is this test's only).
+        std::mem::forget(s);
+    });
 }
 
 #[test]

@@ -306,6 +306,8 @@ pub struct McpServer {
     closing: Arc<AtomicBool>,
     /// Fired once the child is reaped: every I/O thread stops waiting.
     stop: Arc<Stop>,
+    /// Released (our read end closed) once the threads are joined.
+    stdout: Arc<StdoutShared>,
     /// Held for the whole of `close()`: a second caller waits for the
     /// close in progress to finish (the child reaped, the threads joined)
     /// instead of returning while it still runs.
@@ -599,6 +601,7 @@ impl McpServer {
             None,
         );
         stdout.attach(&peer);
+        let stdout_keep = Arc::clone(&stdout);
         tail.watch(Arc::clone(&stderr));
         let closing = Arc::new(AtomicBool::new(false));
         let (reader_done_tx, reader_done) = bounded::<()>(0);
@@ -670,6 +673,7 @@ impl McpServer {
             all_done,
             closing,
             stop,
+            stdout: stdout_keep,
             close_lock: parking_lot::Mutex::new(()),
         })
     }
@@ -722,6 +726,8 @@ impl McpServer {
                 for t in self.threads.lock().drain(..) {
                     let _ = t.join();
                 }
+                // Stdin was closed by the writer, stderr with its thread.
+                self.stdout.release();
             }
             _ => {
                 ::log::warn!(

@@ -298,6 +298,20 @@ impl StdoutShared {
         })
     }
 
+    /// Closes our read end of the pipe, once the reader thread has ended:
+    /// a process outside the server's group that still holds the write end
+    /// then gets `EPIPE` instead of filling a pipe nobody reads. What is
+    /// left reads as end of file (`/dev/null`).
+    pub(super) fn release(&self) {
+        self.finished.store(true, Ordering::Release);
+        let Ok(null) = std::fs::File::open("/dev/null") else {
+            return;
+        };
+        let mut st = self.state.lock();
+        st.r = BufReader::new(ChildStdout::from(OwnedFd::from(null)));
+        st.line = Vec::new();
+    }
+
     /// Names the connection that messages are routed to.
     pub(super) fn attach(&self, peer: &Arc<Peer>) {
         let _ = self.peer.set(Arc::downgrade(peer));
@@ -349,6 +363,10 @@ impl StdoutShared {
         let Some(mut st) = self.state.try_lock() else {
             return InlineRead::Unavailable;
         };
+        if self.finished.load(Ordering::Acquire) {
+            // Released meanwhile: `self.fd` is no longer ours.
+            return InlineRead::Unavailable;
+        }
         let max = peer.opts.max_message_size;
         // Briefly, yield instead of sleeping: a reply that comes now is
         // seen without waking a sleeping thread (see `caller_spin`).
