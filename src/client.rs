@@ -631,7 +631,14 @@ pub trait McpServerClient: Send + Sync {
     fn notify(&self, method: &str, params: Option<Value>) -> Result<()>;
 
     /// Ends the connection: pending calls fail with `Disconnected`, a stdio
-    /// child is stopped and reaped. Idempotent.
+    /// child is stopped and reaped, the connection's threads are joined.
+    /// Idempotent; a call made while another thread's close is under way
+    /// waits for that close to finish.
+    ///
+    /// On stdio it returns once no live process of the child's process
+    /// group is left. A descendant that left the group (`setsid`) is not
+    /// killed, since it is no longer the client's to kill; our ends of the
+    /// pipes it may still hold are closed.
     fn close(&self) -> Result<()>;
 
     /// Whether the connection is still usable.
