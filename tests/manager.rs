@@ -691,3 +691,34 @@ fn a_close_racing_another_waits_for_it() {
         assert!(!c.join().unwrap(), "a close returned with the server alive");
     }
 }
+
+/// A server whose media metadata attacks the markdown lines the manager
+/// writes (issue 20, point 4): a `mimeType` that closes the image link and
+/// opens a beacon, `javascript:` and `](`-smuggling resource links. No line
+/// gains a link or image the server chose; the only image is the manager's
+/// own `/api/mcp-media/` one.
+#[test]
+fn hostile_media_metadata_cannot_forge_markdown() {
+    let dir = tempdir();
+    let m = McpManager::open(config(&dir)).unwrap();
+    m.register(script_config(
+        "h",
+        "hostile_mcp_server.py",
+        &["markdown_inject"],
+    ))
+    .unwrap();
+    let md = text(m.call("mcp__h__media", json!({})).unwrap());
+    assert!(md.starts_with("media follows\n"), "{md}");
+    // What a renderer would follow: the text outside `code spans`.
+    let outside_code: String = md.split('`').step_by(2).collect();
+    assert!(!outside_code.contains("](javascript"), "{md}");
+    assert!(!outside_code.contains("](https://evil"), "{md}");
+    assert_eq!(outside_code.matches("](").count(), 1, "{md}");
+    assert_eq!(md.matches("![").count(), 1, "{md}");
+    assert!(md.contains("![image](/api/mcp-media/"), "{md}");
+    assert_eq!(md.lines().count(), 4, "one line per block: {md}");
+    for l in md.lines().filter(|l| l.contains("javascript")) {
+        assert!(l.starts_with("text/html: `") && l.ends_with('`'), "{l}");
+    }
+    m.close().unwrap();
+}
