@@ -193,7 +193,14 @@ fn outside_the_group(name: &str, end: impl FnOnce(McpServer)) {
     let started = std::time::Instant::now();
     end(s);
     let took = started.elapsed();
-    let left = threads_named(name);
+    // Joined threads have ended; the kernel drops a thread from
+    // /proc/self/task a moment after its joiner is woken, hence the short
+    // bound (a thread blocked on the pipe would stay for good).
+    let mut left = Vec::new();
+    eventually(Duration::from_millis(500), || {
+        left = threads_named(name);
+        left.is_empty()
+    });
     let ours_left: Vec<String> = pipes_of("self").intersection(&held).cloned().collect();
     let outsider_alive = alive(outsider);
     kill(outsider);
