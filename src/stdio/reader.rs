@@ -374,7 +374,9 @@ impl StdoutShared {
         let mut spin_slot = (!peer.opts.caller_spin.is_zero())
             .then(SpinSlot::take)
             .flatten();
+        let pidfd = self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         let outcome = loop {
+            let mut exited = false;
             // Wait first (a reply is rarely there the moment its request
             // was written), unless a complete line is already buffered.
             if !st.has_line() {
@@ -393,16 +395,23 @@ impl StdoutShared {
                     // while this call is alone: other callers need the CPU
                     // more than this one needs a quick wake-up.
                     std::thread::yield_now();
-                } else if let Err(e) = {
+                } else {
                     spin_slot = None;
-                    poll_fds(&mut [pollfd(self.fd)], Some(until - now))
-                } {
-                    ::log::debug!(target: "mcp_client", "[{}] poll on stdout failed: {e}", peer.name);
-                    break InlineRead::Unavailable;
+                    // The child's exit ends the wait too (a grandchild may
+                    // hold stdout open): a negative pidfd is ignored.
+                    let mut fds = [pollfd(self.fd), pollfd(pidfd)];
+                    if let Err(e) = poll_fds(&mut fds, Some(until - now)) {
+                        ::log::debug!(target: "mcp_client", "[{}] poll on stdout failed: {e}", peer.name);
+                        break InlineRead::Unavailable;
+                    }
+                    exited = pidfd >= 0 && fds[1].revents != 0;
                 }
             }
             match st.drain(&peer, max, ready) {
                 Drained::Ready => break InlineRead::Ready,
+                // What the exited child wrote is routed; the reader thread
+                // (woken on the way out) ends the connection.
+                Drained::WouldBlock(_) if exited => break InlineRead::Unavailable,
                 Drained::WouldBlock(_) => {}
                 // The reader thread meets the same state again and ends the
                 // connection the one way it always does.
