@@ -19,6 +19,10 @@
 //! * `--http ADDR` [`ECHO_HTTP`] — serve Streamable HTTP on ADDR
 //!   (`127.0.0.1:0` picks a port); the first stdout line is
 //!   `listening http://ADDR/mcp`;
+//! * `--tools N` [`ECHO_TOOLS`] — `tools/list` lists N tools in one page:
+//!   `echo` first, then `t1`, `t2`, … (each a description of about 60
+//!   characters and a one-property `inputSchema`; they cannot be called).
+//!   Without it the list is `echo` alone;
 //! * `--dual-era` [`ECHO_DUAL_ERA`=1] — also answer `server/discover`
 //!   (MCP 2026-07-28), so that a dual-era client runs in the modern era;
 //!   requests are answered the same either way (their `_meta` is parsed and
@@ -39,6 +43,7 @@ struct Config {
     hang: bool,
     http: Option<String>,
     dual_era: bool,
+    tools: Option<usize>,
 }
 
 fn config() -> Config {
@@ -49,6 +54,9 @@ fn config() -> Config {
         hang: std::env::var("ECHO_HANG").is_ok_and(|v| v == "1"),
         http: std::env::var("ECHO_HTTP").ok().filter(|v| !v.is_empty()),
         dual_era: std::env::var("ECHO_DUAL_ERA").is_ok_and(|v| v == "1"),
+        tools: std::env::var("ECHO_TOOLS")
+            .ok()
+            .and_then(|v| v.parse().ok()),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -57,8 +65,16 @@ fn config() -> Config {
             "--hang" => c.hang = true,
             "--http" => c.http = args.next(),
             "--dual-era" => c.dual_era = true,
+            "--tools" => {
+                c.tools = Some(args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+                    eprintln!("echo-server: --tools N");
+                    std::process::exit(2)
+                }))
+            }
             "-h" | "--help" => {
-                eprintln!("echo-server [--exit-after N] [--hang] [--http ADDR] [--dual-era]");
+                eprintln!(
+                    "echo-server [--exit-after N] [--hang] [--http ADDR] [--dual-era] [--tools N]"
+                );
                 std::process::exit(0);
             }
             other => {
@@ -70,7 +86,29 @@ fn config() -> Config {
     c
 }
 
-const TOOLS: &str = r#"{"tools":[{"name":"echo","description":"Echoes a payload of the requested size, after an optional delay, with optional progress.","inputSchema":{"type":"object","properties":{"size":{"type":"integer","minimum":0},"text":{"type":"string"},"delay_ms":{"type":"integer","minimum":0},"progress":{"type":"integer","minimum":0}}}}]}"#;
+const ECHO_TOOL: &str = r#"{"name":"echo","description":"Echoes a payload of the requested size, after an optional delay, with optional progress.","inputSchema":{"type":"object","properties":{"size":{"type":"integer","minimum":0},"text":{"type":"string"},"delay_ms":{"type":"integer","minimum":0},"progress":{"type":"integer","minimum":0}}}}"#;
+
+/// The `tools/list` result: `echo` alone, or `echo` and `t1`…`t{n-1}`.
+fn tools_json(n: Option<usize>) -> String {
+    let Some(n) = n else {
+        return format!(r#"{{"tools":[{ECHO_TOOL}]}}"#);
+    };
+    let mut out = String::with_capacity(64 + n * 200);
+    out.push_str(r#"{"tools":["#);
+    for i in 0..n {
+        if i == 0 {
+            out.push_str(ECHO_TOOL);
+            continue;
+        }
+        out.push(',');
+        // The description is 60 characters for i < 1 000 000.
+        out.push_str(&format!(
+            r#"{{"name":"t{i}","description":"Listed tool number {i:06}, one of many; for list benchmarks.","inputSchema":{{"type":"object","properties":{{"q":{{"type":"string","description":"A query; ignored."}}}}}}}}"#
+        ));
+    }
+    out.push_str("]}");
+    out
+}
 
 /// Where a message goes: the stdout writer, or the HTTP response body.
 trait Sink {
@@ -80,6 +118,8 @@ trait Sink {
 struct Server {
     cfg: Config,
     calls: AtomicU64,
+    /// The `tools/list` result, built once.
+    tools: String,
 }
 
 /// A string of `x`, sliced for payloads (made on first use).
@@ -181,7 +221,7 @@ impl Server {
                 r#"{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"echo-server","version":"0.0.0"}},"ttlMs":0,"cacheScope":"public"}"#,
             )),
             "ping" => sink.send(self.result_line(&id, "{}")),
-            "tools/list" => sink.send(self.result_line(&id, TOOLS)),
+            "tools/list" => sink.send(self.result_line(&id, &self.tools)),
             "tools/call" => {
                 if self.cfg.hang {
                     return false;
@@ -463,9 +503,11 @@ fn serve_http(server: Arc<Server>, addr: &str) {
 fn main() {
     let cfg = config();
     let http = cfg.http.clone();
+    let tools = tools_json(cfg.tools);
     let server = Arc::new(Server {
         cfg,
         calls: AtomicU64::new(0),
+        tools,
     });
     match http {
         Some(addr) => serve_http(server, &addr),
