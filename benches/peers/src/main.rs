@@ -41,7 +41,9 @@ struct Args {
 
 impl Args {
     fn wants(&self, key: &str) -> bool {
-        self.only.as_ref().is_none_or(|o| o.iter().any(|k| k == key))
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|k| k == key))
     }
     fn iters(&self, size: usize) -> usize {
         let n = match size {
@@ -87,9 +89,7 @@ fn parse_args() -> Args {
                 }
             }
             "--quick" => a.quick = true,
-            "--only" => {
-                a.only = Some(it.next().unwrap().split(',').map(str::to_owned).collect())
-            }
+            "--only" => a.only = Some(it.next().unwrap().split(',').map(str::to_owned).collect()),
             "--child-rss100" => a.child_rss100 = true,
             other => panic!("unknown argument {other:?}"),
         }
@@ -141,7 +141,10 @@ async fn connect(server: &str) -> Client {
     c
 }
 
-async fn call(c: &rmcp::Peer<RoleClient>, args: Value) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
+async fn call(
+    c: &rmcp::Peer<RoleClient>,
+    args: Value,
+) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
     c.call_tool(CallToolRequestParams::new("echo").with_arguments(args_obj(args)))
         .await
 }
@@ -386,7 +389,9 @@ impl Bench {
             at
         };
         let at = if self.a.native {
-            let h = self.rt.spawn(async move { measure(call(&p, json!({"delay_ms": 10_000})).await) });
+            let h = self
+                .rt
+                .spawn(async move { measure(call(&p, json!({"delay_ms": 10_000})).await) });
             std::thread::sleep(Duration::from_millis(20));
             let t = Instant::now();
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -394,7 +399,9 @@ impl Bench {
             at.duration_since(t)
         } else {
             let rt = Arc::clone(&self.rt);
-            let h = std::thread::spawn(move || measure(rt.block_on(call(&p, json!({"delay_ms": 10_000})))));
+            let h = std::thread::spawn(move || {
+                measure(rt.block_on(call(&p, json!({"delay_ms": 10_000}))))
+            });
             std::thread::sleep(Duration::from_millis(20));
             let t = Instant::now();
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -407,7 +414,10 @@ impl Bench {
 
     fn http(&self, url: String, n: usize) -> Vec<Duration> {
         let connect_http = |url: String| async move {
-            let c: Client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("HTTP initialize");
+            let c: Client =
+                ().serve(StreamableHttpClientTransport::from_uri(url))
+                    .await
+                    .expect("HTTP initialize");
             c.list_tools(Default::default()).await.expect("tools/list");
             c
         };
@@ -486,8 +496,16 @@ fn main() {
         let line = text
             .lines()
             .find_map(|l| l.strip_prefix("rss100 "))
-            .unwrap_or_else(|| panic!("rss100 output: {text} {}", String::from_utf8_lossy(&out.stderr)));
-        let v: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            .unwrap_or_else(|| {
+                panic!(
+                    "rss100 output: {text} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        let v: Vec<f64> = line
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
         report(tag, "rss100_mib", v[0]);
         report(tag, "threads100", v[1]);
         report(tag, "threads_per_server", v[2]);
