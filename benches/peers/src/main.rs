@@ -18,14 +18,25 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::runtime::Runtime;
 
-type Client = RunningService<RoleClient, ()>;
+type Client = RunningService<RoleClient, ClientConfig>;
+
+/// The client's handler: rmcp's default one, except that `initialize` asks
+/// for 2025-11-25, the newest version with a handshake. rmcp's default asks
+/// for its `LATEST` (2026-07-28); the echo server echoes the version it is
+/// asked for, and rmcp, seeing a version without handshake answered, then
+/// puts the 2026-07-28 `_meta` on every request: neither era, and not what
+/// it does against a real 2025-11-25 server (which answers 2025-11-25).
+/// `server/discover` (`--era modern`) takes its version from the lifecycle.
+fn handler() -> ClientConfig {
+    ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
 
 const SIZES: [(usize, &str); 3] = [(128, "128"), (64 * 1024, "64k"), (1024 * 1024, "1m")];
 const IN_FLIGHT: [usize; 3] = [1, 8, 64];
@@ -131,7 +142,7 @@ fn args_obj(v: Value) -> Map<String, Value> {
 async fn spawn(server: &str) -> (Client, u32) {
     let t = TokioChildProcess::new(tokio::process::Command::new(server)).expect("spawn");
     let pid = t.id().expect("pid");
-    let c = ().serve(t).await.expect("initialize");
+    let c = handler().serve(t).await.expect("initialize");
     (c, pid)
 }
 
@@ -414,10 +425,10 @@ impl Bench {
 
     fn http(&self, url: String, n: usize) -> Vec<Duration> {
         let connect_http = |url: String| async move {
-            let c: Client =
-                ().serve(StreamableHttpClientTransport::from_uri(url))
-                    .await
-                    .expect("HTTP initialize");
+            let c: Client = handler()
+                .serve(StreamableHttpClientTransport::from_uri(url))
+                .await
+                .expect("HTTP initialize");
             c.list_tools(Default::default()).await.expect("tools/list");
             c
         };
