@@ -30,6 +30,25 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+// Every POST of StreamableHTTPClientTransport passes the transport's one
+// AbortSignal to fetch; undici (Node 20) adds an abort listener to it per
+// request and drops it only when the request is garbage-collected, and warns
+// (MaxListenersExceededWarning, one stderr line per request) past 1500 live
+// ones, which a throughput window of HTTP calls reaches. The listeners are
+// the SDK's real cost and stay; the warnings are counted, not printed, so
+// that no stderr writes fall in the measured window.
+let listenerWarnings = 0;
+process.removeAllListeners('warning');
+process.on('warning', (w) => {
+  if (w.name === 'MaxListenersExceededWarning') listenerWarnings++;
+  else console.error(w);
+});
+process.on('exit', () => {
+  if (listenerWarnings > 0) {
+    console.error(`ts_client: ${listenerWarnings} MaxListenersExceededWarning(s) (abort listeners on the HTTP transport's signal) not printed`);
+  }
+});
+
 const SIZES = [[128, '128'], [64 * 1024, '64k'], [1024 * 1024, '1m']];
 const IN_FLIGHT = [1, 8, 64];
 
