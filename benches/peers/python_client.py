@@ -3,22 +3,37 @@
 (``mcp`` 2.x: ``mcp.client.stdio.stdio_client`` + ``ClientSession``, asyncio).
 
     python3 benches/peers/python_client.py --server PATH [--quick] [--only cold,seq,...]
+                                           [--era legacy|modern]
 
 Prints ``@python <key> <value>`` lines with the keys of bench_client.
 Iteration counts are lower than the Rust clients' (a Python call costs
 ~10x more); percentiles are still over hundreds of samples.
+
+Scenarios: cold, seq, tput, start50, rss100, kill, http, http_tput
+(Streamable HTTP, 1/8/64 calls in flight on one client), list10k
+(``tools/list`` of 10 000 tools over stdio, and the peak RSS of a fresh
+process that lists them once).
+
+``--era modern``: the SDK's 2026-07-28 lifecycle (``Client(mode="auto")``:
+``server/discover``, no ``initialize``, per-request ``_meta``; the calls go
+through ``client.session``, the same ``ClientSession`` API as the legacy
+path) against ``echo-server --dual-era --modern-results`` (the SDK rejects
+2026-07-28 results that lack the fields that version requires); only seq
+and http run, printed as ``@python-modern``.
 """
 
 import argparse
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
 import time
 
 from mcp import ClientSession
+from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -26,8 +41,16 @@ SIZES = [(128, "128"), (64 * 1024, "64k"), (1024 * 1024, "1m")]
 IN_FLIGHT = [1, 8, 64]
 
 
+WHO = "python"  # "python-modern" with --era modern
+MODERN = "2026-07-28"
+# The SDK validates 2026-07-28 results against that version's schema and
+# rejects them without `resultType` (and `ttlMs`/`cacheScope` on tools/list),
+# which `--dual-era` alone leaves out: see echo-server's `--modern-results`.
+MODERN_SERVER_ARGS = ["--dual-era", "--modern-results"]
+
+
 def report(key, value):
-    print(f"@python {key} {value:.3f}", flush=True)
+    print(f"@{WHO} {key} {value:.3f}", flush=True)
 
 
 def pct(sorted_v, p):
@@ -59,14 +82,53 @@ def children():
 
 
 @contextlib.asynccontextmanager
-async def connect(server):
-    params = StdioServerParameters(command=server, args=[])
+async def connect(server, args=(), modern=False, list_tools=True):
+    """Spawn -> initialize (modern: server/discover) -> tools/list."""
+    params = StdioServerParameters(command=server, args=list(args))
+    if modern:
+        async with Client(params, mode="auto") as c:
+            if c.protocol_version != MODERN:
+                raise RuntimeError(f"negotiated {c.protocol_version}, not {MODERN}")
+            if list_tools:
+                await c.session.list_tools()
+            yield c.session
+        return
     with open(os.devnull, "w") as devnull:
         async with stdio_client(params, errlog=devnull) as (r, w):
             async with ClientSession(r, w) as s:
                 await s.initialize()
-                await s.list_tools()
+                if list_tools:
+                    await s.list_tools()
                 yield s
+
+
+@contextlib.asynccontextmanager
+async def connect_http(url, modern=False):
+    """initialize (modern: server/discover) -> tools/list over Streamable HTTP."""
+    if modern:
+        async with Client(url, mode="auto") as c:
+            if c.protocol_version != MODERN:
+                raise RuntimeError(f"negotiated {c.protocol_version}, not {MODERN}")
+            await c.session.list_tools()
+            yield c.session
+        return
+    async with streamable_http_client(url) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            await s.list_tools()
+            yield s
+
+
+@contextlib.contextmanager
+def http_server(server, extra=()):
+    """`echo-server --http 127.0.0.1:0 [extra]`; yields its URL."""
+    p = subprocess.Popen([server, "--http", "127.0.0.1:0", *extra], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        yield p.stdout.readline().strip().removeprefix("listening ")
+    finally:
+        p.kill()
+        p.wait()
 
 
 async def call(s, size):
@@ -87,8 +149,8 @@ async def cold(server, n):
     return sorted(v)[len(v) // 2] * 1e3
 
 
-async def seq(server, size, n):
-    async with connect(server) as s:
+async def seq(server, size, n, modern=False):
+    async with connect(server, MODERN_SERVER_ARGS if modern else [], modern) as s:
         r = await call(s, size)
         assert len(r.content[0].text) == size
         for _ in range(n // 10 + 5):
@@ -101,27 +163,57 @@ async def seq(server, size, n):
         return v
 
 
+async def calls_per_s(s, k, window):
+    """128 B calls/s with `k` asyncio tasks calling on session `s`."""
+    stop = False
+    count = 0
+
+    async def worker():
+        nonlocal count
+        while not stop:
+            await call(s, 128)
+            count += 1
+
+    tasks = [asyncio.create_task(worker()) for _ in range(k)]
+    await asyncio.sleep(0)
+    t = time.perf_counter()
+    c0 = count
+    await asyncio.sleep(window)
+    stop = True
+    done = count - c0
+    elapsed = time.perf_counter() - t
+    await asyncio.gather(*tasks)
+    return done / elapsed
+
+
 async def tput(server, k, window):
     async with connect(server) as s:
-        stop = False
-        count = 0
+        return await calls_per_s(s, k, window)
 
-        async def worker():
-            nonlocal count
-            while not stop:
-                await call(s, 128)
-                count += 1
 
-        tasks = [asyncio.create_task(worker()) for _ in range(k)]
-        await asyncio.sleep(0)
-        t = time.perf_counter()
-        c0 = count
-        await asyncio.sleep(window)
-        stop = True
-        done = count - c0
-        elapsed = time.perf_counter() - t
-        await asyncio.gather(*tasks)
-        return done / elapsed
+async def http_tput(url, k, window):
+    async with connect_http(url) as s:
+        return await calls_per_s(s, k, window)
+
+
+async def list10k(server):
+    """tools/list of 10 000 tools: p50 of 5 after one warm-up, in ms."""
+    async with connect(server, ["--tools", "10000"], list_tools=False) as s:
+        v = []
+        for _ in range(6):
+            t = time.perf_counter()
+            r = await s.list_tools()
+            v.append(time.perf_counter() - t)
+            assert len(r.tools) == 10_000, len(r.tools)
+        return sorted(v[1:])[2] * 1e3
+
+
+async def child_list10k(server):
+    """In a fresh process: connect, list the 10 000 tools once; peak RSS in MiB."""
+    async with connect(server, ["--tools", "10000"], list_tools=False) as s:
+        r = await s.list_tools()
+        assert len(r.tools) == 10_000, len(r.tools)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 async def start50(server):
@@ -178,25 +270,17 @@ async def kill_once(server):
         return d
 
 
-async def http(server, n):
-    p = subprocess.Popen([server, "--http", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        url = p.stdout.readline().strip().removeprefix("listening ")
-        async with streamable_http_client(url) as (r, w):
-            async with ClientSession(r, w) as s:
-                await s.initialize()
-                await s.list_tools()
-                for _ in range(n // 10 + 5):
-                    await call(s, 128)
-                v = []
-                for _ in range(n):
-                    t = time.perf_counter()
-                    await call(s, 128)
-                    v.append(time.perf_counter() - t)
-                return v
-    finally:
-        p.kill()
-        p.wait()
+async def http(server, n, modern=False):
+    with http_server(server, MODERN_SERVER_ARGS if modern else []) as url:
+        async with connect_http(url, modern) as s:
+            for _ in range(n // 10 + 5):
+                await call(s, 128)
+            v = []
+            for _ in range(n):
+                t = time.perf_counter()
+                await call(s, 128)
+                v.append(time.perf_counter() - t)
+            return v
 
 
 async def main():
@@ -204,9 +288,22 @@ async def main():
     ap.add_argument("--server", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default=None)
+    ap.add_argument("--era", choices=["legacy", "modern"], default="legacy")
+    ap.add_argument("--child-list10k", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.child_list10k:
+        print(f"list10k {await child_list10k(a.server)}", flush=True)
+        return
+    global WHO
+    modern = a.era == "modern"
+    if modern:
+        WHO = "python-modern"
     only = a.only.split(",") if a.only else None
-    wants = lambda k: only is None or k in only  # noqa: E731
+    # In the modern era only seq and http run.
+    wants = lambda k: (only is None or k in only) and (not modern or k in ("seq", "http"))  # noqa: E731
+    for k in only or []:
+        if modern and not wants(k):
+            print(f"python_client: --era modern runs seq and http only; {k} skipped", file=sys.stderr)
     q = 5 if a.quick else 1
     iters = {128: 1000 // q, 64 * 1024: 300 // q, 1024 * 1024: 60 // q}
     window = 0.4 if a.quick else 1.5
@@ -215,7 +312,7 @@ async def main():
         report("cold_ms", await cold(a.server, 5 if a.quick else 15))
     if wants("seq"):
         for size, tag in SIZES:
-            p50, p99 = micros(await seq(a.server, size, iters[size]))
+            p50, p99 = micros(await seq(a.server, size, iters[size], modern))
             report(f"seq_{tag}_p50_us", p50)
             report(f"seq_{tag}_p99_us", p99)
     if wants("tput"):
@@ -239,9 +336,21 @@ async def main():
         report("kill_ms", sorted(v)[len(v) // 2] * 1e3)
         report("kill_max_ms", max(v) * 1e3)
     if wants("http"):
-        p50, p99 = micros(await http(a.server, 200 if a.quick else 1000))
+        p50, p99 = micros(await http(a.server, 200 if a.quick else 1000, modern))
         report("http_p50_us", p50)
         report("http_p99_us", p99)
+    if wants("http_tput"):
+        # One server for the three figures, a new client connection for each.
+        with http_server(a.server) as url:
+            for k in IN_FLIGHT:
+                report(f"http_tput_{k}", await http_tput(url, k, window))
+    if wants("list10k"):
+        report("list10k_ms", await list10k(a.server))
+        # In a fresh process, so nothing before it counts in the peak.
+        out = subprocess.run([sys.executable, __file__, "--server", a.server, "--child-list10k"],
+                             capture_output=True, text=True, check=True).stdout
+        line = next(l for l in out.splitlines() if l.startswith("list10k "))
+        report("list10k_rss_mib", float(line.split()[1]))
 
 
 if __name__ == "__main__":

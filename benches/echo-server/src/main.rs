@@ -19,11 +19,23 @@
 //! * `--http ADDR` [`ECHO_HTTP`] — serve Streamable HTTP on ADDR
 //!   (`127.0.0.1:0` picks a port); the first stdout line is
 //!   `listening http://ADDR/mcp`;
+//! * `--tools N` [`ECHO_TOOLS`] — `tools/list` lists N tools in one page:
+//!   `echo` first, then `t1`, `t2`, … (each a description of about 60
+//!   characters and a one-property `inputSchema`; they cannot be called).
+//!   Without it the list is `echo` alone;
 //! * `--dual-era` [`ECHO_DUAL_ERA`=1] — also answer `server/discover`
 //!   (MCP 2026-07-28), so that a dual-era client runs in the modern era;
 //!   requests are answered the same either way (their `_meta` is parsed and
 //!   ignored). Without it `server/discover` is an unknown method, as on a
-//!   legacy server.
+//!   legacy server;
+//! * `--modern-results` [`ECHO_MODERN_RESULTS`=1] — with `--dual-era`, a
+//!   request whose `_meta` names protocol version 2026-07-28 is answered
+//!   with the fields that version's schema requires of results:
+//!   `"resultType":"complete"` on every result, and `ttlMs` (0) and
+//!   `cacheScope` on `tools/list`. Strict clients (the Python SDK) reject
+//!   2026-07-28 results without them; lenient ones accept both. Off by
+//!   default, so that `--dual-era` alone answers both eras with the same
+//!   bytes.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -39,6 +51,8 @@ struct Config {
     hang: bool,
     http: Option<String>,
     dual_era: bool,
+    tools: Option<usize>,
+    modern_results: bool,
 }
 
 fn config() -> Config {
@@ -49,6 +63,10 @@ fn config() -> Config {
         hang: std::env::var("ECHO_HANG").is_ok_and(|v| v == "1"),
         http: std::env::var("ECHO_HTTP").ok().filter(|v| !v.is_empty()),
         dual_era: std::env::var("ECHO_DUAL_ERA").is_ok_and(|v| v == "1"),
+        tools: std::env::var("ECHO_TOOLS")
+            .ok()
+            .and_then(|v| v.parse().ok()),
+        modern_results: std::env::var("ECHO_MODERN_RESULTS").is_ok_and(|v| v == "1"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -57,8 +75,17 @@ fn config() -> Config {
             "--hang" => c.hang = true,
             "--http" => c.http = args.next(),
             "--dual-era" => c.dual_era = true,
+            "--modern-results" => c.modern_results = true,
+            "--tools" => {
+                c.tools = Some(args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+                    eprintln!("echo-server: --tools N");
+                    std::process::exit(2)
+                }))
+            }
             "-h" | "--help" => {
-                eprintln!("echo-server [--exit-after N] [--hang] [--http ADDR] [--dual-era]");
+                eprintln!(
+                    "echo-server [--exit-after N] [--hang] [--http ADDR] [--dual-era] [--modern-results] [--tools N]"
+                );
                 std::process::exit(0);
             }
             other => {
@@ -70,7 +97,29 @@ fn config() -> Config {
     c
 }
 
-const TOOLS: &str = r#"{"tools":[{"name":"echo","description":"Echoes a payload of the requested size, after an optional delay, with optional progress.","inputSchema":{"type":"object","properties":{"size":{"type":"integer","minimum":0},"text":{"type":"string"},"delay_ms":{"type":"integer","minimum":0},"progress":{"type":"integer","minimum":0}}}}]}"#;
+const ECHO_TOOL: &str = r#"{"name":"echo","description":"Echoes a payload of the requested size, after an optional delay, with optional progress.","inputSchema":{"type":"object","properties":{"size":{"type":"integer","minimum":0},"text":{"type":"string"},"delay_ms":{"type":"integer","minimum":0},"progress":{"type":"integer","minimum":0}}}}"#;
+
+/// The `tools/list` result: `echo` alone, or `echo` and `t1`…`t{n-1}`.
+fn tools_json(n: Option<usize>) -> String {
+    let Some(n) = n else {
+        return format!(r#"{{"tools":[{ECHO_TOOL}]}}"#);
+    };
+    let mut out = String::with_capacity(64 + n * 200);
+    out.push_str(r#"{"tools":["#);
+    for i in 0..n {
+        if i == 0 {
+            out.push_str(ECHO_TOOL);
+            continue;
+        }
+        out.push(',');
+        // The description is 60 characters for i < 1 000 000.
+        out.push_str(&format!(
+            r#"{{"name":"t{i}","description":"Listed tool number {i:06}, one of many; for list benchmarks.","inputSchema":{{"type":"object","properties":{{"q":{{"type":"string","description":"A query; ignored."}}}}}}}}"#
+        ));
+    }
+    out.push_str("]}");
+    out
+}
 
 /// Where a message goes: the stdout writer, or the HTTP response body.
 trait Sink {
@@ -80,6 +129,10 @@ trait Sink {
 struct Server {
     cfg: Config,
     calls: AtomicU64,
+    /// The `tools/list` result, built once.
+    tools: String,
+    /// The same with the 2026-07-28 result fields (`--modern-results`).
+    tools_modern: String,
 }
 
 /// A string of `x`, sliced for payloads (made on first use).
@@ -113,20 +166,21 @@ impl Server {
         out
     }
 
-    fn echo_line(&self, id: &Value, args: &Value) -> Vec<u8> {
+    /// `modern`: add the 2026-07-28 `resultType` (`--modern-results`).
+    fn echo_line(&self, id: &Value, args: &Value, modern: bool) -> Vec<u8> {
         if let Some(t) = args.get("text").and_then(Value::as_str) {
-            return self.echo_text(id, t, true);
+            return self.echo_text(id, t, true, modern);
         }
         let size = args.get("size").and_then(Value::as_u64).unwrap_or(16) as usize;
         if size > filler().len() {
             // Larger than the prepared filler: built on demand.
-            return self.echo_text(id, &"x".repeat(size), false);
+            return self.echo_text(id, &"x".repeat(size), false, modern);
         }
         // The filler needs no escaping: copied as it is.
-        self.echo_text(id, &filler()[..size], false)
+        self.echo_text(id, &filler()[..size], false, modern)
     }
 
-    fn echo_text(&self, id: &Value, text: &str, escape: bool) -> Vec<u8> {
+    fn echo_text(&self, id: &Value, text: &str, escape: bool, modern: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len() + 128);
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut out, id).unwrap();
@@ -138,7 +192,11 @@ impl Server {
             out.extend_from_slice(text.as_bytes());
             out.push(b'"');
         }
-        out.extend_from_slice(b"}],\"isError\":false}}\n");
+        if modern {
+            out.extend_from_slice(b"}],\"isError\":false,\"resultType\":\"complete\"}}\n");
+        } else {
+            out.extend_from_slice(b"}],\"isError\":false}}\n");
+        }
         out
     }
 
@@ -164,6 +222,14 @@ impl Server {
             return false; // notification
         };
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        // A 2026-07-28 request, to be answered with that era's result fields.
+        let modern = self.cfg.dual_era
+            && self.cfg.modern_results
+            && params
+                .get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+                .and_then(Value::as_str)
+                == Some("2026-07-28");
         match method {
             "initialize" => {
                 let version = params
@@ -180,8 +246,10 @@ impl Server {
                 &id,
                 r#"{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"echo-server","version":"0.0.0"}},"ttlMs":0,"cacheScope":"public"}"#,
             )),
+            "ping" if modern => sink.send(self.result_line(&id, r#"{"resultType":"complete"}"#)),
             "ping" => sink.send(self.result_line(&id, "{}")),
-            "tools/list" => sink.send(self.result_line(&id, TOOLS)),
+            "tools/list" if modern => sink.send(self.result_line(&id, &self.tools_modern)),
+            "tools/list" => sink.send(self.result_line(&id, &self.tools)),
             "tools/call" => {
                 if self.cfg.hang {
                     return false;
@@ -207,7 +275,7 @@ impl Server {
                         if delay > 0 {
                             std::thread::sleep(Duration::from_millis(delay));
                         }
-                        sink.send(server.echo_line(&id, &args));
+                        sink.send(server.echo_line(&id, &args, modern));
                         server.count_call();
                     }
                 };
@@ -463,9 +531,20 @@ fn serve_http(server: Arc<Server>, addr: &str) {
 fn main() {
     let cfg = config();
     let http = cfg.http.clone();
+    let tools = tools_json(cfg.tools);
+    let tools_modern = if cfg.modern_results {
+        format!(
+            r#"{{"resultType":"complete","ttlMs":0,"cacheScope":"private",{}"#,
+            &tools[1..]
+        )
+    } else {
+        String::new()
+    };
     let server = Arc::new(Server {
         cfg,
         calls: AtomicU64::new(0),
+        tools,
+        tools_modern,
     });
     match http {
         Some(addr) => serve_http(server, &addr),

@@ -9,23 +9,45 @@
 //!
 //! ```text
 //! rmcp-bench --server PATH [--mode native|blockon] [--quick] [--only cold,seq,...]
+//!            [--era legacy|modern]
 //! ```
 //!
 //! Prints `@rmcp <key> <value>` (native) or `@rmcp-blockon <key> <value>`
 //! lines, the keys being those of bench_client.
+//!
+//! Scenarios: cold, seq, tput, start50, rss100, kill, http, http_tput
+//! (Streamable HTTP, 1/8/64 calls in flight on one client), list10k
+//! (`tools/list` of 10 000 tools over stdio, and the peak RSS of a fresh
+//! process that lists them once).
+//!
+//! `--era modern`: rmcp's 2026-07-28 lifecycle (`server/discover`, no
+//! `initialize`, per-request `_meta`) against `echo-server --dual-era`; only
+//! the seq and http scenarios run, printed as `@rmcp-modern` /
+//! `@rmcp-blockon-modern`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{json, Map, Value};
 use tokio::runtime::Runtime;
 
-type Client = RunningService<RoleClient, ()>;
+type Client = RunningService<RoleClient, ClientConfig>;
+
+/// The client's handler: rmcp's default one, except that `initialize` asks
+/// for 2025-11-25, the newest version with a handshake. rmcp's default asks
+/// for its `LATEST` (2026-07-28); the echo server echoes the version it is
+/// asked for, and rmcp, seeing a version without handshake answered, then
+/// puts the 2026-07-28 `_meta` on every request: neither era, and not what
+/// it does against a real 2025-11-25 server (which answers 2025-11-25).
+/// `server/discover` (`--era modern`) takes its version from the lifecycle.
+fn handler() -> ClientConfig {
+    ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
 
 const SIZES: [(usize, &str); 3] = [(128, "128"), (64 * 1024, "64k"), (1024 * 1024, "1m")];
 const IN_FLIGHT: [usize; 3] = [1, 8, 64];
@@ -37,11 +59,16 @@ struct Args {
     quick: bool,
     only: Option<Vec<String>>,
     child_rss100: bool,
+    child_list10k: bool,
+    /// The 2026-07-28 era (`--era modern`) against `--dual-era`.
+    modern: bool,
 }
 
 impl Args {
     fn wants(&self, key: &str) -> bool {
-        self.only.as_ref().is_none_or(|o| o.iter().any(|k| k == key))
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|k| k == key))
     }
     fn iters(&self, size: usize) -> usize {
         let n = match size {
@@ -59,10 +86,19 @@ impl Args {
         Duration::from_millis(if self.quick { 400 } else { 1500 })
     }
     fn tag(&self) -> &'static str {
-        if self.native {
-            "rmcp"
+        match (self.native, self.modern) {
+            (true, false) => "rmcp",
+            (false, false) => "rmcp-blockon",
+            (true, true) => "rmcp-modern",
+            (false, true) => "rmcp-blockon-modern",
+        }
+    }
+    /// The echo server's arguments for this era (stdio and HTTP).
+    fn server_args(&self) -> &'static [&'static str] {
+        if self.modern {
+            &["--dual-era"]
         } else {
-            "rmcp-blockon"
+            &[]
         }
     }
 }
@@ -74,6 +110,8 @@ fn parse_args() -> Args {
         quick: false,
         only: None,
         child_rss100: false,
+        child_list10k: false,
+        modern: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
@@ -87,10 +125,16 @@ fn parse_args() -> Args {
                 }
             }
             "--quick" => a.quick = true,
-            "--only" => {
-                a.only = Some(it.next().unwrap().split(',').map(str::to_owned).collect())
-            }
+            "--only" => a.only = Some(it.next().unwrap().split(',').map(str::to_owned).collect()),
             "--child-rss100" => a.child_rss100 = true,
+            "--child-list10k" => a.child_list10k = true,
+            "--era" => {
+                a.modern = match it.next().as_deref() {
+                    Some("legacy") => false,
+                    Some("modern") => true,
+                    other => panic!("--era legacy|modern, not {other:?}"),
+                }
+            }
             other => panic!("unknown argument {other:?}"),
         }
     }
@@ -128,26 +172,111 @@ fn args_obj(v: Value) -> Map<String, Value> {
     }
 }
 
+/// Legacy: `initialize`; modern: `server/discover` at 2026-07-28 only (no
+/// fallback: a server that does not speak it is an error).
+fn lifecycle(modern: bool) -> ClientLifecycleMode {
+    if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    }
+}
+
+/// Fails unless the connection runs in the era asked for.
+fn check_era(c: &Client, modern: bool) {
+    let v = c
+        .peer()
+        .peer_info()
+        .expect("peer info")
+        .protocol_version
+        .clone();
+    assert_eq!(
+        v == ProtocolVersion::V_2026_07_28,
+        modern,
+        "negotiated protocol version {v:?}"
+    );
+}
+
 async fn spawn(server: &str) -> (Client, u32) {
-    let t = TokioChildProcess::new(tokio::process::Command::new(server)).expect("spawn");
+    spawn_with(server, &[], false).await
+}
+
+async fn spawn_with(server: &str, args: &[&str], modern: bool) -> (Client, u32) {
+    let mut cmd = tokio::process::Command::new(server);
+    cmd.args(args);
+    let t = TokioChildProcess::new(cmd).expect("spawn");
     let pid = t.id().expect("pid");
-    let c = ().serve(t).await.expect("initialize");
+    let c = handler()
+        .serve_with_lifecycle(t, lifecycle(modern))
+        .await
+        .expect("initialize");
+    check_era(&c, modern);
     (c, pid)
 }
 
 async fn connect(server: &str) -> Client {
-    let (c, _) = spawn(server).await;
+    connect_with(server, &[], false).await
+}
+
+async fn connect_with(server: &str, args: &[&str], modern: bool) -> Client {
+    let (c, _) = spawn_with(server, args, modern).await;
     c.list_tools(Default::default()).await.expect("tools/list");
     c
 }
 
-async fn call(c: &rmcp::Peer<RoleClient>, args: Value) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
+async fn connect_http(url: String, modern: bool) -> Client {
+    let c: Client = handler()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(url),
+            lifecycle(modern),
+        )
+        .await
+        .expect("HTTP initialize");
+    check_era(&c, modern);
+    c.list_tools(Default::default()).await.expect("tools/list");
+    c
+}
+
+/// Starts `echo-server --http 127.0.0.1:0 [extra]`; returns it and its URL.
+fn start_http_server(server: &str, extra: &[&str]) -> (std::process::Child, String) {
+    let mut child = std::process::Command::new(server)
+        .args(["--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("HTTP echo server");
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let url = first.trim().strip_prefix("listening ").unwrap().to_owned();
+    (child, url)
+}
+
+async fn call(
+    c: &rmcp::Peer<RoleClient>,
+    args: Value,
+) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
     c.call_tool(CallToolRequestParams::new("echo").with_arguments(args_obj(args)))
         .await
 }
 
 async fn call_size(c: &rmcp::Peer<RoleClient>, size: usize) {
     call(c, json!({ "size": size })).await.expect("call");
+}
+
+/// One `tools/list` of the 10 000-tool server, timed.
+async fn timed_list(p: &rmcp::Peer<RoleClient>) -> Duration {
+    let t = Instant::now();
+    let r = p.list_tools(Default::default()).await.expect("tools/list");
+    let d = t.elapsed();
+    assert_eq!(r.tools.len(), 10_000);
+    d
 }
 
 fn report(tag: &str, key: &str, v: f64) {
@@ -199,9 +328,10 @@ impl Bench {
 
     fn seq(&self, size: usize, n: usize) -> Vec<Duration> {
         let server = self.a.server.clone();
+        let (args, modern) = (self.a.server_args(), self.a.modern);
         if self.a.native {
             self.task(async move {
-                let c = connect(&server).await;
+                let c = connect_with(&server, args, modern).await;
                 let r = call(c.peer(), json!({ "size": size })).await.unwrap();
                 let text = serde_json::to_value(&r).unwrap()["content"][0]["text"]
                     .as_str()
@@ -220,7 +350,7 @@ impl Bench {
                 v
             })
         } else {
-            let c = self.rt.block_on(connect(&server));
+            let c = self.rt.block_on(connect_with(&server, args, modern));
             for _ in 0..n / 10 + 5 {
                 self.rt.block_on(call_size(c.peer(), size));
             }
@@ -237,9 +367,25 @@ impl Bench {
     }
 
     fn tput(&self, k: usize) -> f64 {
-        let window = self.a.tput_window();
         let server = self.a.server.clone();
         let c = self.rt.block_on(connect(&server));
+        let rate = self.window(&c, k);
+        let _ = self.rt.block_on(c.cancel());
+        rate
+    }
+
+    /// Streamable HTTP throughput: `k` in flight on one client, as `tput`.
+    fn http_tput(&self, url: &str, k: usize) -> f64 {
+        let c = self.rt.block_on(connect_http(url.to_owned(), false));
+        let rate = self.window(&c, k);
+        let _ = self.rt.block_on(c.cancel());
+        rate
+    }
+
+    /// Calls/s of 128 B calls with `k` in flight on `c` over the window
+    /// (native: `k` tasks; block_on: `k` threads).
+    fn window(&self, c: &Client, k: usize) -> f64 {
+        let window = self.a.tput_window();
         let stop = Arc::new(AtomicBool::new(false));
         let count = Arc::new(AtomicU64::new(0));
         let start;
@@ -301,9 +447,7 @@ impl Bench {
                 h.join().unwrap();
             }
         }
-        let rate = count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
-        let _ = self.rt.block_on(c.cancel());
-        rate
+        count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
     }
 
     fn start50(&self) -> f64 {
@@ -375,6 +519,41 @@ impl Bench {
         });
     }
 
+    /// `tools/list` of 10 000 tools over stdio: p50 of 5 after one warm-up.
+    fn list10k(&self) -> f64 {
+        let server = self.a.server.clone();
+        let (c, _) = self
+            .rt
+            .block_on(spawn_with(&server, &["--tools", "10000"], false));
+        let p = c.peer().clone();
+        let v: Vec<Duration> = if self.a.native {
+            self.task(async move {
+                let mut v = Vec::new();
+                for _ in 0..6 {
+                    v.push(timed_list(&p).await);
+                }
+                v
+            })
+        } else {
+            (0..6).map(|_| self.rt.block_on(timed_list(&p))).collect()
+        };
+        let _ = self.rt.block_on(c.cancel());
+        median_ms(v[1..].to_vec())
+    }
+
+    /// In a fresh process: connect to `--tools 10000`, list once, VmHWM.
+    fn child_list10k(&self) {
+        let server = self.a.server.clone();
+        let c = self.rt.block_on(async move {
+            let (c, _) = spawn_with(&server, &["--tools", "10000"], false).await;
+            let r = c.list_tools(Default::default()).await.expect("tools/list");
+            assert_eq!(r.tools.len(), 10_000);
+            c
+        });
+        println!("list10k {}", proc_status("VmHWM:") as f64 / 1024.0);
+        let _ = self.rt.block_on(c.cancel());
+    }
+
     fn kill_once(&self) -> Duration {
         let server = self.a.server.clone();
         let (c, pid) = self.rt.block_on(spawn(&server));
@@ -386,7 +565,9 @@ impl Bench {
             at
         };
         let at = if self.a.native {
-            let h = self.rt.spawn(async move { measure(call(&p, json!({"delay_ms": 10_000})).await) });
+            let h = self
+                .rt
+                .spawn(async move { measure(call(&p, json!({"delay_ms": 10_000})).await) });
             std::thread::sleep(Duration::from_millis(20));
             let t = Instant::now();
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -394,7 +575,9 @@ impl Bench {
             at.duration_since(t)
         } else {
             let rt = Arc::clone(&self.rt);
-            let h = std::thread::spawn(move || measure(rt.block_on(call(&p, json!({"delay_ms": 10_000})))));
+            let h = std::thread::spawn(move || {
+                measure(rt.block_on(call(&p, json!({"delay_ms": 10_000}))))
+            });
             std::thread::sleep(Duration::from_millis(20));
             let t = Instant::now();
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -406,14 +589,10 @@ impl Bench {
     }
 
     fn http(&self, url: String, n: usize) -> Vec<Duration> {
-        let connect_http = |url: String| async move {
-            let c: Client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.expect("HTTP initialize");
-            c.list_tools(Default::default()).await.expect("tools/list");
-            c
-        };
+        let modern = self.a.modern;
         if self.a.native {
             self.task(async move {
-                let c = connect_http(url).await;
+                let c = connect_http(url, modern).await;
                 for _ in 0..n / 10 + 5 {
                     call_size(c.peer(), 128).await;
                 }
@@ -427,7 +606,7 @@ impl Bench {
                 v
             })
         } else {
-            let c = self.rt.block_on(connect_http(url));
+            let c = self.rt.block_on(connect_http(url, modern));
             for _ in 0..n / 10 + 5 {
                 self.rt.block_on(call_size(c.peer(), 128));
             }
@@ -459,25 +638,36 @@ fn main() {
         b.child_rss100();
         return;
     }
-    if a.wants("cold") {
+    if a.child_list10k {
+        b.child_list10k();
+        return;
+    }
+    // In the modern era only seq and http run.
+    let wants = |k: &str| a.wants(k) && (!a.modern || k == "seq" || k == "http");
+    for k in a.only.iter().flatten() {
+        if a.modern && !wants(k) {
+            eprintln!("rmcp-bench: --era modern runs seq and http only; {k} skipped");
+        }
+    }
+    if wants("cold") {
         report(tag, "cold_ms", b.cold());
     }
-    if a.wants("seq") {
+    if wants("seq") {
         for (size, name) in SIZES {
             let (p50, p99) = micros(b.seq(size, a.iters(size)));
             report(tag, &format!("seq_{name}_p50_us"), p50);
             report(tag, &format!("seq_{name}_p99_us"), p99);
         }
     }
-    if a.wants("tput") {
+    if wants("tput") {
         for k in IN_FLIGHT {
             report(tag, &format!("tput_{k}"), b.tput(k));
         }
     }
-    if a.wants("start50") {
+    if wants("start50") {
         report(tag, "start50_ms", b.start50());
     }
-    if a.wants("rss100") && a.native {
+    if wants("rss100") && a.native {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--server", &a.server, "--child-rss100"])
             .output()
@@ -486,38 +676,64 @@ fn main() {
         let line = text
             .lines()
             .find_map(|l| l.strip_prefix("rss100 "))
-            .unwrap_or_else(|| panic!("rss100 output: {text} {}", String::from_utf8_lossy(&out.stderr)));
-        let v: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            .unwrap_or_else(|| {
+                panic!(
+                    "rss100 output: {text} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        let v: Vec<f64> = line
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
         report(tag, "rss100_mib", v[0]);
         report(tag, "threads100", v[1]);
         report(tag, "threads_per_server", v[2]);
     }
-    if a.wants("kill") {
+    if wants("kill") {
         let n = if a.quick { 5 } else { 20 };
         let v: Vec<Duration> = (0..n).map(|_| b.kill_once()).collect();
         let max = v.iter().max().unwrap().as_secs_f64() * 1e3;
         report(tag, "kill_ms", median_ms(v));
         report(tag, "kill_max_ms", max);
     }
-    if a.wants("http") {
+    if wants("http") {
         let n = if a.quick { 500 } else { 3000 };
-        let mut child = std::process::Command::new(&a.server)
-            .args(["--http", "127.0.0.1:0"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("HTTP echo server");
-        let mut first = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut first,
-        )
-        .unwrap();
-        let url = first.trim().strip_prefix("listening ").unwrap().to_owned();
+        let (mut child, url) = start_http_server(&a.server, a.server_args());
         let (p50, p99) = micros(b.http(url, n));
         report(tag, "http_p50_us", p50);
         report(tag, "http_p99_us", p99);
         let _ = child.kill();
         let _ = child.wait();
+    }
+    if wants("http_tput") {
+        // One server for the three figures, a new client connection for each.
+        let (mut child, url) = start_http_server(&a.server, &[]);
+        for k in IN_FLIGHT {
+            report(tag, &format!("http_tput_{k}"), b.http_tput(&url, k));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    if wants("list10k") {
+        report(tag, "list10k_ms", b.list10k());
+        if a.native {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--server", &a.server, "--child-list10k"])
+                .output()
+                .expect("list10k child");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: f64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("list10k "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| {
+                    panic!(
+                        "list10k output: {text} {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                });
+            report(tag, "list10k_rss_mib", v);
+        }
     }
 }
