@@ -183,6 +183,11 @@ struct PostPool {
     jobs: (Sender<PostWork>, Receiver<PostWork>),
     /// Threads waiting for a job.
     idle: std::sync::atomic::AtomicUsize,
+    /// Jobs sent and not yet taken by a thread. A new thread starts when
+    /// these outnumber the idle threads: comparing with `idle` alone would
+    /// hand a burst to one idle thread that has not woken yet (it still
+    /// counts as idle), and the burst's requests would run one by one.
+    queued: std::sync::atomic::AtomicUsize,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -198,6 +203,7 @@ impl PostPool {
         PostPool {
             jobs: crossbeam_channel::unbounded(),
             idle: std::sync::atomic::AtomicUsize::new(0),
+            queued: std::sync::atomic::AtomicUsize::new(0),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -721,8 +727,13 @@ impl Shared {
     /// Hands `job` to an idle POST thread, starting one when none is idle.
     fn submit(self: &Arc<Self>, permit: Option<Permit>, job: Job) -> std::io::Result<()> {
         let pool = &self.posters;
+        // Counted before it is sent, so that the thread taking it never
+        // counts below zero. SeqCst: a thread that stops counting itself
+        // idle then looks at the channel once more, so a job that saw it
+        // idle is never stranded.
+        let queued = pool.queued.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = pool.jobs.0.send((permit, job));
-        if pool.idle.load(Ordering::Acquire) > 0 {
+        if queued <= pool.idle.load(Ordering::SeqCst) {
             return Ok(());
         }
         let mut threads = pool.threads.lock();
@@ -746,17 +757,18 @@ impl Shared {
     fn post_thread(&self) {
         let pool = &self.posters;
         loop {
-            pool.idle.fetch_add(1, Ordering::AcqRel);
+            pool.idle.fetch_add(1, Ordering::SeqCst);
             let got = crossbeam_channel::select! {
                 recv(pool.jobs.1) -> w => w.ok(),
                 recv(self.shutdown_rx) -> _ => None,
                 default(HTTP_POST_THREAD_IDLE) => None,
             };
-            pool.idle.fetch_sub(1, Ordering::AcqRel);
+            pool.idle.fetch_sub(1, Ordering::SeqCst);
             // A job sent while this thread was timing out counted it as
             // idle and started no thread: take it before leaving.
             let got = got.or_else(|| pool.jobs.1.try_recv().ok());
             let Some((permit, job)) = got else { return };
+            pool.queued.fetch_sub(1, Ordering::SeqCst);
             let _permit = permit;
             match self.peer() {
                 Some(peer) => self.run_request(&peer, job),
