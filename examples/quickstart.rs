@@ -56,7 +56,7 @@ fn main() -> Result<(), McpError> {
         print!("  {name:<18} → ");
         match server.call_tool(name, args) {
             Ok(McpCallResult::Text(t)) => println!("text: {t}"),
-            Ok(McpCallResult::Json(v)) => println!("json: {v}"),
+            Ok(McpCallResult::Json { value, .. }) => println!("json: {value}"),
             Ok(McpCallResult::Media { text, items, .. }) => {
                 let kinds: Vec<String> = items
                     .iter()

@@ -103,8 +103,17 @@ impl McpMedia {
 pub enum McpCallResult {
     /// Only text content: the text items joined with `\n`.
     Text(String),
-    /// `structuredContent` (preferred over its text mirror, per spec).
-    Json(Value),
+    /// `structuredContent` (preferred over its text mirror, per spec), with
+    /// the text content beside it: a model is given `value`, while a person
+    /// often wants `text` (a file server's file text, where `value` wraps
+    /// it in an object; FastMCP's `"42"` where `value` is `{"result": 42}`).
+    Json {
+        /// `structuredContent`: any JSON value (2026-07-28), an object before.
+        value: Value,
+        /// The text items joined with `\n`: often the JSON serialisation of
+        /// `value`, sometimes the readable answer; empty when there were none.
+        text: String,
+    },
     /// At least one media block, with the text and structured content beside it.
     Media {
         /// The text items joined with `\n` (may be empty).
@@ -126,7 +135,7 @@ impl McpCallResult {
     pub fn to_text(&self) -> String {
         match self {
             McpCallResult::Text(t) => t.clone(),
-            McpCallResult::Json(v) => v.to_string(),
+            McpCallResult::Json { value, .. } => value.to_string(),
             McpCallResult::Media { text, .. } => text.clone(),
             McpCallResult::Task(t) => format!("task {} ({})", t.task_id, t.status),
         }
@@ -279,7 +288,10 @@ pub fn extract_call_result(
         });
     }
     Ok(match structured {
-        Some(v) => McpCallResult::Json(v),
+        Some(value) => McpCallResult::Json {
+            value,
+            text: classified.text,
+        },
         None => McpCallResult::Text(classified.text),
     })
 }
@@ -360,7 +372,13 @@ mod tests {
     fn structured_content_of_any_kind() {
         for v in [json!([1, 2]), json!(3), json!("s"), json!(true)] {
             let r = ex(json!({"content": [], "structuredContent": v.clone()})).unwrap();
-            assert_eq!(r, McpCallResult::Json(v));
+            assert_eq!(
+                r,
+                McpCallResult::Json {
+                    value: v,
+                    text: String::new()
+                }
+            );
         }
     }
 
@@ -369,10 +387,22 @@ mod tests {
         let r =
             ex(json!({"content":[{"type":"text","text":"{\"x\":1}"}],"structuredContent":{"x":1}}))
                 .unwrap();
-        assert_eq!(r, McpCallResult::Json(json!({"x":1})));
+        assert_eq!(
+            r,
+            McpCallResult::Json {
+                value: json!({"x":1}),
+                text: "{\"x\":1}".into()
+            }
+        );
         // structuredContent only, no mirror: not an empty text.
         let r = ex(json!({"structuredContent":{"y":2}})).unwrap();
-        assert_eq!(r, McpCallResult::Json(json!({"y":2})));
+        assert_eq!(
+            r,
+            McpCallResult::Json {
+                value: json!({"y":2}),
+                text: String::new()
+            }
+        );
     }
 
     #[test]

@@ -67,8 +67,8 @@ fn tools_and_results_in(pref: EraPreference, era: Era) {
         "sdk"
     );
     assert_eq!(
-        s.call_tool("add", json!({"a": 2, "b": 3})).unwrap(),
-        McpCallResult::Json(json!({"sum": 5}))
+        structured(s.call_tool("add", json!({"a": 2, "b": 3})).unwrap()),
+        json!({"sum": 5})
     );
     let McpCallResult::Media { items, .. } = s.call_tool("image", json!({})).unwrap() else {
         panic!()

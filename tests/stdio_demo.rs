@@ -112,8 +112,8 @@ fn every_result_kind() {
         "hi ✓"
     );
     assert_eq!(
-        s.call_tool("add", json!({"a": 2, "b": 3})).unwrap(),
-        McpCallResult::Json(json!({"sum": 5}))
+        structured(s.call_tool("add", json!({"a": 2, "b": 3})).unwrap()),
+        json!({"sum": 5})
     );
 
     let McpCallResult::Media {
@@ -385,8 +385,8 @@ fn structured_content_is_checked_against_the_output_schema() {
     let s = demo(test_options());
     // Before listing, the schema is unknown: nothing to check against.
     assert_eq!(
-        s.call_tool("bad_structured", json!({})).unwrap(),
-        McpCallResult::Json(json!({"sum": "five"}))
+        structured(s.call_tool("bad_structured", json!({})).unwrap()),
+        json!({"sum": "five"})
     );
     s.list_tools().unwrap();
     match s.call_tool("bad_structured", json!({})) {
@@ -401,8 +401,8 @@ fn structured_content_is_checked_against_the_output_schema() {
     }
     // A conforming result passes.
     assert_eq!(
-        s.call_tool("add", json!({"a": 1, "b": 2})).unwrap(),
-        McpCallResult::Json(json!({"sum": 3}))
+        structured(s.call_tool("add", json!({"a": 1, "b": 2})).unwrap()),
+        json!({"sum": 3})
     );
     // By configuration, a mismatch is only a warning.
     let mut opts = test_options();

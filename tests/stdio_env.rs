@@ -24,7 +24,7 @@ fn server_env(cfg: &McpServerConfig, opts: skald_mcp::ClientOptions) -> Value {
     let s = McpServer::connect(cfg, opts).expect("env server starts");
     let env = match s.call_tool("env", json!({})).expect("env answered") {
         McpCallResult::Text(t) => serde_json::from_str(&t).expect("env is JSON text"),
-        McpCallResult::Json(v) => v,
+        McpCallResult::Json { value, .. } => value,
         other => panic!("env returned {other:?}"),
     };
     s.close().unwrap();

@@ -101,7 +101,10 @@ pub fn is_media_file_name(name: &str) -> bool {
 fn human_size(n: usize) -> String {
     const K: f64 = 1024.0;
     let f = n as f64;
-    if f < K * K {
+    if n < 1024 {
+        // "1 KB" for 108 bytes would overstate a small file nine times.
+        format!("{n} B")
+    } else if f < K * K {
         format!("{} KB", ((f / K).round() as u64).max(1))
     } else {
         format!("{:.1} MB", f / (K * K))
@@ -164,7 +167,7 @@ impl MediaStore {
     pub fn persist(&self, result: McpCallResult) -> Result<ToolResult> {
         let (text, structured, items) = match result {
             McpCallResult::Text(t) => return Ok(ToolResult::Text(t)),
-            McpCallResult::Json(v) => return Ok(ToolResult::Json(v)),
+            McpCallResult::Json { value, .. } => return Ok(ToolResult::Json(value)),
             McpCallResult::Media {
                 text,
                 structured,
@@ -376,6 +379,16 @@ mod tests {
     }
 
     #[test]
+    fn sizes_read_as_a_person_would() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(108), "108 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1024), "1 KB");
+        assert_eq!(human_size(412 * 1024 + 100), "412 KB");
+        assert_eq!(human_size(3 * 1024 * 1024 / 2), "1.5 MB");
+    }
+
+    #[test]
     fn persist_and_read_back() {
         let dir = tmp("persist");
         let store = MediaStore::new(&dir, MEDIA_URL_PREFIX);
@@ -403,7 +416,7 @@ mod tests {
         assert_eq!(lines.next(), Some("here"));
         let img = lines.next().unwrap();
         assert!(
-            img.starts_with("![image](/api/mcp-media/") && img.ends_with(".png) (image/png, 1 KB)"),
+            img.starts_with("![image](/api/mcp-media/") && img.ends_with(".png) (image/png, 7 B)"),
             "{img}"
         );
         assert_eq!(lines.next(), Some("[text/html](https://x/y)"));
@@ -435,7 +448,12 @@ mod tests {
         );
         let j = serde_json::json!({"a": 1});
         assert_eq!(
-            store.persist(McpCallResult::Json(j.clone())).unwrap(),
+            store
+                .persist(McpCallResult::Json {
+                    value: j.clone(),
+                    text: j.to_string()
+                })
+                .unwrap(),
             ToolResult::Json(j)
         );
         assert!(!store.dir().exists(), "nothing written for plain results");

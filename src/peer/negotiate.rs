@@ -440,14 +440,24 @@ impl Peer {
     fn finish_handshake(&self, requested: &str, result: &Value) -> Result<Negotiated> {
         let info = parse_initialize(&self.name, result)?;
         if info.protocol_version != requested {
-            let known = SUPPORTED_PROTOCOL_VERSIONS.contains(&info.protocol_version.as_str());
-            ::log::warn!(
-                target: "mcp_client",
-                "[{}] server negotiated protocol {} instead of {requested}{}; proceeding",
-                self.name,
-                info.protocol_version,
-                if known { "" } else { " (a version this client does not know)" }
-            );
+            // An older version this client speaks is ordinary negotiation
+            // (said at debug level, or it would be printed on every call to
+            // such a server); only a version it does not know is a warning.
+            if SUPPORTED_PROTOCOL_VERSIONS.contains(&info.protocol_version.as_str()) {
+                ::log::debug!(
+                    target: "mcp_client",
+                    "[{}] server negotiated protocol {} instead of {requested}",
+                    self.name,
+                    info.protocol_version
+                );
+            } else {
+                ::log::warn!(
+                    target: "mcp_client",
+                    "[{}] server negotiated protocol {} instead of {requested} (a version this client does not know); proceeding",
+                    self.name,
+                    info.protocol_version
+                );
+            }
         }
         self.notify("notifications/initialized", None)?;
         Ok(Negotiated { info, meta: None })

@@ -178,7 +178,7 @@ impl Peer {
             return Ok(());
         }
         let structured = match result {
-            McpCallResult::Json(v) => Some(v),
+            McpCallResult::Json { value, .. } => Some(value),
             McpCallResult::Media { structured, .. } => structured.as_ref(),
             _ => None,
         };

@@ -44,11 +44,30 @@ pub fn hostile(mode: &str, opts: ClientOptions) -> skald_mcp::Result<McpServer> 
     )
 }
 
+/// A valid 1x1 red PNG (69 bytes).
+#[allow(dead_code)]
+pub const PNG_1X1_RED: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53,
+    0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0x00,
+    0x00, 0x03, 0x01, 0x01, 0x00, 0xc9, 0xfe, 0x92, 0xef, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e,
+    0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
 /// The text of a `Text` result, or a panic naming what came instead.
 pub fn text(r: McpCallResult) -> String {
     match r {
         McpCallResult::Text(t) => t,
         other => panic!("expected text, got {other:?}"),
+    }
+}
+
+/// The `structuredContent` of a `Json` result, or a panic naming what came
+/// instead.
+pub fn structured(r: McpCallResult) -> Value {
+    match r {
+        McpCallResult::Json { value, .. } => value,
+        other => panic!("expected structured content, got {other:?}"),
     }
 }
 
@@ -58,7 +77,9 @@ pub fn received(server: &dyn McpServerClient) -> Vec<Value> {
         .call_tool("received", Value::Null)
         .expect("received tool")
     {
-        McpCallResult::Json(v) => v["messages"].as_array().cloned().unwrap_or_default(),
+        McpCallResult::Json { value: v, .. } => {
+            v["messages"].as_array().cloned().unwrap_or_default()
+        }
         other => panic!("received returned {other:?}"),
     }
 }

@@ -574,12 +574,15 @@ pub fn check_plain_tools(c: &dyn McpServerClient, w: &Wired, mark: &str) {
     // Structured content, validated against the tool's outputSchema (the
     // tools were listed, so the schema is known).
     let r = call(c, "get-structured-content", json!({"location": "Chicago"}));
+    let McpCallResult::Json { value, text } = r else {
+        panic!("expected structured content, got {r:?}")
+    };
     assert_eq!(
-        r,
-        McpCallResult::Json(
-            json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82})
-        )
+        value,
+        json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82})
     );
+    // The text mirror is kept beside it (here the JSON serialisation).
+    assert_eq!(serde_json::from_str::<Value>(&text).ok(), Some(value));
     // Resource links, alternating blob and text resources.
     let (t, _, items) = media(call(c, "get-resource-links", json!({"count": 4})));
     assert_eq!(
