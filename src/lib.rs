@@ -63,6 +63,7 @@ mod inbox;
 mod json;
 mod jsonrpc_cap;
 mod log;
+mod mcp_json;
 mod notification;
 mod peer;
 mod prompts;
@@ -111,6 +112,7 @@ pub use inbox::{ElicitationInbox, PendingElicitation, ResolveError};
 /// The JSON-RPC and MCP error codes, for matching [`McpError::Rpc`].
 pub use jsonrpc::codes;
 pub use log::{LogLevel, LogTag, McpLogLine, McpLogTx};
+pub use mcp_json::{parse_mcp_servers_json, ImportedServers, SkippedServer};
 pub use notification::{McpNotification, McpNotificationTx};
 pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptContent, PromptMessage, Role};
 pub use resources::{Resource, ResourceContents, ResourceTemplate};
