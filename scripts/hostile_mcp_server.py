@@ -25,7 +25,8 @@ MODE is one of:
                   serves normally and exits on stdin EOF
   markdown_inject adds tool `media` -> content: an image whose mimeType breaks out of a
                   markdown line ("image/png) ![x](https://evil/beacon.png" and a newline), and
-                  resource_links to "javascript:alert(1)" and "https://ok/](javascript:alert(1))"
+                  resource_links to "javascript:alert(1)" and "https://ok/](javascript:alert(1))";
+                  also lists a tool named LONG_TOOL_NAME (60 characters), wider than a table column
   slow_start      adds tool `slow` {file}: writes its pid to the file `file` (the call has
                   started), then answers after 600 s (HOSTILE_LIFETIME_SECS bounds it); ignores
                   SIGTERM and SIGINT, so only SIGKILL ends it during the call: for tests that
@@ -79,6 +80,8 @@ MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
          "slow_one", "notify_flood", "one_write", "string_id", "wrapper_exit",
          "many_tools", "env", "setsid_exit", "setsid_grandchild", "slow_start", "markdown_inject")
+
+LONG_TOOL_NAME = "a_tool_whose_name_is_much_wider_than_any_table_column_allows"
 
 _out_lock = threading.Lock()
 _stdout_closed = False
@@ -166,6 +169,8 @@ def tool_defs():
                                       "required": ["n"]}})
     if MODE == "markdown_inject":
         tools.append({"name": "media", "description": "Media whose metadata attacks markdown.",
+                      "inputSchema": {"type": "object", "properties": {}}})
+        tools.append({"name": LONG_TOOL_NAME, "description": "A name wider than a table column.",
                       "inputSchema": {"type": "object", "properties": {}}})
     if MODE == "slow_start":
         tools.append({"name": "slow", "description": "Touch `file`, then answer in 600 s.",

@@ -127,7 +127,9 @@ fn json_output_is_valid_json_and_media_is_saved() {
         "--json", "call", "demo", "add", "--arg", "a=2", "--arg", "b=3",
     ]))
     .unwrap();
-    assert_eq!(v, serde_json::json!({"type": "json", "value": {"sum": 5}}));
+    assert_eq!(v["type"], "json");
+    assert_eq!(v["value"], serde_json::json!({"sum": 5}));
+    assert!(v["text"].is_string(), "{v}");
     let v: Value = serde_json::from_str(&e.ok(&["--json", "call", "demo", "image"])).unwrap();
     assert_eq!(v["type"], "media");
     let path = v["items"][0]["path"].as_str().unwrap();
@@ -466,4 +468,470 @@ fn ctrl_c_during_a_call_leaves_nothing_of_a_wrapped_server() {
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted"), "{err}");
     assert!(left.is_empty(), "left of the server's group: {left:?}");
+}
+
+/// The reference filesystem server from npm (pinned in
+/// `tests/everything/package.json`, installed by `tests/setup.sh`).
+fn filesystem_server() -> String {
+    let js = repo_path(
+        "tests/everything/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    );
+    assert!(
+        std::path::Path::new(&js).exists(),
+        "{js} is missing: run tests/setup.sh"
+    );
+    js
+}
+
+/// A directory with a text file and a small PNG, for the filesystem server.
+fn files(e: &Env) -> PathBuf {
+    let dir = e.dir.join("files");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "hello world\n").unwrap();
+    std::fs::write(dir.join("red.png"), common::PNG_1X1_RED).unwrap();
+    dir
+}
+
+fn stdout_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Human output is what a person reads: the text content, not the
+/// structured content beside it; a primitive output's `{"result": …}`
+/// unwrapped; saved media shown as a path, never as its base64 (also not
+/// through a structured mirror). `--json` still has all of it.
+#[test]
+fn results_are_shown_as_people_read_them() {
+    let e = Env::new();
+    let dir = files(&e);
+    let dir_s = dir.to_string_lossy().into_owned();
+    let fs = filesystem_server();
+    let media_dir = e.dir.join("media");
+    let media_s = media_dir.to_string_lossy().into_owned();
+    // `--json` is a global option: it goes before `connect`.
+    let connect = |extra: &[&str]| {
+        let (globals, verb) = match extra.split_first() {
+            Some((&"--json", rest)) => (&["--json"][..], rest),
+            _ => (&[][..], extra),
+        };
+        let mut a: Vec<&str> = globals.to_vec();
+        a.extend_from_slice(&["--media-dir", &media_s, "connect"]);
+        a.extend_from_slice(verb);
+        a.extend_from_slice(&["--", "node", &fs, &dir_s]);
+        e.run(&a)
+    };
+    let text_file = dir.join("a.txt");
+    let o = connect(&[
+        "call",
+        "read_text_file",
+        "--arg",
+        &format!("path={}", text_file.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    // The file's text, as it is (its own newline not doubled), not
+    // `{"content": "hello world\n"}`.
+    assert_eq!(stdout_of(&o), "hello world\n");
+    let o = connect(&[
+        "--json",
+        "call",
+        "read_text_file",
+        "--arg",
+        &format!("path={}", text_file.display()),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["value"], serde_json::json!({"content": "hello world\n"}));
+
+    // An image: saved, shown as one line with its path and size in bytes;
+    // its base64 (also in the structured content) nowhere on stdout.
+    let png = dir.join("red.png");
+    let o = connect(&[
+        "call",
+        "read_media_file",
+        "--arg",
+        &format!("path={}", png.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let out = stdout_of(&o);
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(common::PNG_1X1_RED);
+    assert!(!out.contains(&b64[..24]), "media bytes printed: {out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let size = format!("(image/png, {} B)", common::PNG_1X1_RED.len());
+    assert!(
+        out.starts_with(&format!("![image]({media_s}/")) && out.trim_end().ends_with(&size),
+        "{out}"
+    );
+    let path = out.split_once("](").unwrap().1.split_once(") ").unwrap().0;
+    assert_eq!(std::fs::read(path).unwrap(), common::PNG_1X1_RED);
+
+    // FastMCP's `-> int`: structuredContent {"result": 3}, text "3".
+    let fastmcp = repo_path("tests/servers/fastmcp_server.py");
+    let out = e.ok(&[
+        "connect",
+        "call",
+        "count_words",
+        "--arg",
+        "text=one two three",
+        "--",
+        "python3",
+        &fastmcp,
+    ]);
+    assert_eq!(out, "3\n");
+    let v: Value = serde_json::from_str(&e.ok(&[
+        "--json",
+        "connect",
+        "call",
+        "count_words",
+        "--arg",
+        "text=a b",
+        "--",
+        "python3",
+        &fastmcp,
+    ]))
+    .unwrap();
+    assert_eq!(v["value"], serde_json::json!({"result": 2}));
+}
+
+/// `--arg` values follow the tool's input schema: `text=123` stays the
+/// string the schema asks for (FastMCP would reject a number), `a=2` is
+/// the integer `add` asks for, and a value that cannot be what the schema
+/// asks is a usage error naming the argument, before anything is sent.
+#[test]
+fn args_are_typed_from_the_input_schema() {
+    let e = Env::new();
+    let fastmcp = repo_path("tests/servers/fastmcp_server.py");
+    let out = e.ok(&[
+        "connect", "call", "echo", "--arg", "text=123", "--", "python3", &fastmcp,
+    ]);
+    assert_eq!(out, "123\n");
+    let out = e.ok(&[
+        "connect",
+        "call",
+        "echo",
+        "--arg",
+        "text=true",
+        "--",
+        "python3",
+        &fastmcp,
+    ]);
+    assert_eq!(out, "true\n");
+    let v: Value = serde_json::from_str(&e.ok(&[
+        "--json", "connect", "call", "add", "--arg", "a=2", "--arg", "b=40", "--", "python3",
+        &fastmcp,
+    ]))
+    .unwrap();
+    assert_eq!(v["value"], serde_json::json!({"sum": 42}));
+    let o = e.run(&[
+        "connect", "call", "add", "--arg", "a=two", "--arg", "b=1", "--", "python3", &fastmcp,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    let err = stderr_of(&o);
+    assert!(err.contains("--arg a") && err.contains("integer"), "{err}");
+}
+
+/// `connect` takes `--env` (and reaches the server with it), and reads a
+/// server from an `mcpServers` file with `--config FILE [--server NAME]`.
+#[test]
+fn connect_takes_env_and_a_config_file() {
+    let e = Env::new();
+    let hostile = repo_path("scripts/hostile_mcp_server.py");
+    let out = e.ok(&[
+        "connect",
+        "call",
+        "env",
+        "--env",
+        "SKALD_CLI_TEST=from-env",
+        "--",
+        "python3",
+        &hostile,
+        "env",
+    ]);
+    let env: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(env["SKALD_CLI_TEST"], "from-env");
+
+    std::fs::create_dir_all(&e.dir).unwrap();
+    let cfg = e.dir.join("claude_desktop_config.json");
+    std::fs::write(
+        &cfg,
+        serde_json::json!({"mcpServers": {
+            "demo": {"command": "python3", "args": [repo_path("scripts/demo_mcp_server.py")]},
+            "env": {"command": "python3", "args": [&hostile, "env"], "env": {"FROM_FILE": "yes"}}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let cfg_s = cfg.to_string_lossy().into_owned();
+    let out = e.ok(&[
+        "connect",
+        "call",
+        "echo",
+        "--arg",
+        "text=via config",
+        "--config",
+        &cfg_s,
+        "--server",
+        "demo",
+    ]);
+    assert_eq!(out, "via config\n");
+    let out = e.ok(&[
+        "connect", "call", "env", "--config", &cfg_s, "--server", "env", "--env", "EXTRA=1",
+    ]);
+    let env: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (env["FROM_FILE"].as_str(), env["EXTRA"].as_str()),
+        (Some("yes"), Some("1"))
+    );
+    // Two servers and no --server: a usage error that names them.
+    let o = e.run(&["connect", "tools", "--config", &cfg_s]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr_of(&o);
+    assert!(
+        err.contains("demo") && err.contains("env") && err.contains("--server"),
+        "{err}"
+    );
+    let o = e.run(&["connect", "tools", "--config", &cfg_s, "--server", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// `import FILE` stores what it can and says, per entry, what it added,
+/// replaced or skipped and why; the imported servers then work.
+#[test]
+fn import_reports_what_it_added_and_skipped() {
+    let e = Env::new();
+    std::fs::create_dir_all(&e.dir).unwrap();
+    let file = e.dir.join("mcp.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"servers": {
+            "demo": {"type": "stdio", "command": "python3", "args": [repo_path("scripts/demo_mcp_server.py")]},
+            "remote": {"type": "http", "url": "https://example.invalid/mcp",
+                       "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}},
+            "custom": {"url": "https://example.invalid/mcp", "headers": {"X-Api-Key": "k"}},
+            "prompted": {"command": "x", "env": {"KEY": "${input:key}"}}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let file_s = file.to_string_lossy().into_owned();
+    let out = e.ok(&["import", &file_s]);
+    assert!(out.contains("added    demo: stdio"), "{out}");
+    assert!(out.contains("added    remote: http"), "{out}");
+    assert!(
+        out.contains("skipped  custom: header \"X-Api-Key\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("skipped  prompted:") && out.contains("input:key"),
+        "{out}"
+    );
+    assert!(out.contains("2 of 4 servers"), "{out}");
+    // The bearer token is kept as a reference to the variable, not a value.
+    let list: Value = serde_json::from_str(&e.ok(&["--json", "list"])).unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["demo", "remote"]);
+    assert_eq!(
+        e.ok(&["call", "demo", "echo", "--arg", "text=imported"]),
+        "imported\n"
+    );
+    // Again: nothing overwritten without --replace.
+    let out = e.ok(&["import", &file_s]);
+    assert!(
+        out.contains("skipped  demo: a server of that name is stored already"),
+        "{out}"
+    );
+    let out = e.ok(&["import", &file_s, "--replace"]);
+    assert!(out.contains("replaced demo"), "{out}");
+    // Not an mcpServers file: a usage error.
+    std::fs::write(&file, "[1, 2]").unwrap();
+    assert_eq!(e.run(&["import", &file_s]).status.code(), Some(2));
+}
+
+/// The server's log records and progress reach stderr as they come (the
+/// result alone on stdout); `-q` silences them. A stored server's records
+/// also go to its log file.
+#[test]
+fn log_records_and_progress_go_to_stderr() {
+    let e = Env::new();
+    let fastmcp = repo_path("tests/servers/fastmcp_server.py");
+    let o = e.run(&[
+        "connect",
+        "call",
+        "log",
+        "--arg",
+        "message=hear me",
+        "--",
+        "python3",
+        &fastmcp,
+    ]);
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    assert_eq!(stdout_of(&o), "logged\n");
+    let err = stderr_of(&o);
+    assert!(
+        err.contains("info: hear me") && err.contains("warning: hear me"),
+        "{err}"
+    );
+    let o = e.run(&[
+        "connect", "call", "progress", "--arg", "steps=2", "--", "python3", &fastmcp,
+    ]);
+    let err = stderr_of(&o);
+    assert!(
+        err.contains("[progress] 1/2 step 1") && err.contains("[progress] 2/2 step 2"),
+        "{err}"
+    );
+    assert_eq!(stdout_of(&o), "progressed 2\n");
+    for args in [
+        &[
+            "-q",
+            "connect",
+            "call",
+            "log",
+            "--arg",
+            "message=hush",
+            "--",
+            "python3",
+            &fastmcp,
+        ][..],
+        &[
+            "-q", "connect", "call", "progress", "--arg", "steps=2", "--", "python3", &fastmcp,
+        ],
+    ] {
+        let o = e.run(args);
+        assert!(o.status.success());
+        assert_eq!(stderr_of(&o), "", "{args:?}");
+    }
+    // A stored server: on stderr and in its log file.
+    e.ok(&["add", "fm", "--", "python3", &fastmcp]);
+    let o = e.run(&["call", "fm", "log", "--arg", "message=kept"]);
+    assert!(stderr_of(&o).contains("info: kept"), "{}", stderr_of(&o));
+    let logs = e.ok(&["logs", "fm"]);
+    assert!(logs.contains("kept"), "{logs}");
+}
+
+/// A raw call for any method, and prompts: what the Inspector's
+/// `--method` gives.
+#[test]
+fn raw_calls_and_prompts() {
+    let e = Env::new();
+    let demo = repo_path("scripts/demo_mcp_server.py");
+    let v: Value = serde_json::from_str(&e.ok(&[
+        "--json",
+        "connect",
+        "rpc",
+        "tools/list",
+        "--",
+        "python3",
+        &demo,
+    ]))
+    .unwrap();
+    assert!(
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo"),
+        "{v}"
+    );
+    let v: Value = serde_json::from_str(&e.ok(&[
+        "connect",
+        "rpc",
+        "tools/call",
+        r#"{"name":"echo","arguments":{"text":"raw"}}"#,
+        "--",
+        "python3",
+        &demo,
+    ]))
+    .unwrap();
+    assert_eq!(v["content"][0]["text"], "raw");
+    // An unknown method: the server's JSON-RPC error, exit 3.
+    let o = e.run(&["connect", "rpc", "no/such/method", "--", "python3", &demo]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr_of(&o));
+    let resources = repo_path("tests/servers/fastmcp_resources_server.py");
+    let out = e.ok(&[
+        "connect",
+        "prompt",
+        "review",
+        "--arg",
+        "code=x = 1",
+        "--",
+        "python3",
+        &resources,
+    ]);
+    assert!(out.contains("[user] Review (terse): x = 1"), "{out}");
+    let out = e.ok(&["connect", "prompts", "--", "python3", &resources]);
+    assert!(
+        out.contains("review") && out.contains("code [style]"),
+        "{out}"
+    );
+}
+
+/// Small things a user noticed: the tools table keeps its columns with a
+/// very long tool name (which is not cut: it is what one types back), and
+/// an older protocol version is not a warning on every call.
+#[test]
+fn tables_and_warnings_stay_readable() {
+    let e = Env::new();
+    let hostile = repo_path("scripts/hostile_mcp_server.py");
+    let out = e.ok(&[
+        "connect",
+        "tools",
+        "--",
+        "python3",
+        &hostile,
+        "markdown_inject",
+    ]);
+    let long = "a_tool_whose_name_is_much_wider_than_any_table_column_allows";
+    assert!(out.lines().any(|l| l == long), "{out}");
+    let desc_col = |needle: &str| {
+        out.lines()
+            .find(|l| l.contains(needle))
+            .and_then(|l| l.find(needle))
+    };
+    assert_eq!(
+        desc_col("Echo text back."),
+        desc_col("A name wider than a table column."),
+        "{out}"
+    );
+    let demo = repo_path("scripts/demo_mcp_server.py");
+    for version in ["2024-11-05", "2025-06-18"] {
+        let o = e.run(&[
+            "connect",
+            "ping",
+            "--env",
+            &format!("DEMO_PROTOCOL_VERSION={version}"),
+            "--",
+            "python3",
+            &demo,
+        ]);
+        assert!(o.status.success(), "{}", stderr_of(&o));
+        assert_eq!(stderr_of(&o), "", "{version}");
+    }
+}
+
+/// `skald-mcp logs x | head`: as with every other command, a closed
+/// stdout ends it quietly.
+#[test]
+fn logs_into_a_closed_pipe_end_quietly() {
+    let e = Env::new();
+    e.add_demo();
+    e.ok(&["ping", "demo"]);
+    let mut child = e
+        .command(&["logs", "demo"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
 }

@@ -24,6 +24,8 @@ assuming it is the first stderr line). The endpoint is http://127.0.0.1:<port><p
 Tools:
   echo(text: str) -> str                 text <text>
   add(a: int, b: int) -> AddResult       structuredContent {"sum": a+b}, outputSchema with `sum`
+  count_words(text: str) -> int          structuredContent {"result": n} (the SDK's wrapper of a
+                                         primitive output), text "n"
   image() -> Image                       one image content block, 1x1 red PNG (image/png)
   progress(steps: int) -> str            ctx.report_progress(i, steps, "step i") for i in 1..steps,
                                          returns "progressed <steps>"
@@ -105,6 +107,10 @@ def build_server(log_level: str = "INFO"):
     @mcp.tool(description="Add two integers.")
     def add(a: int, b: int) -> AddResult:
         return AddResult(sum=a + b)
+
+    @mcp.tool(description="Count the words of `text` (a plain int: the SDK wraps it as {\"result\": n}).")
+    def count_words(text: str) -> int:
+        return len(text.split())
 
     @mcp.tool(description="Return a 1x1 red PNG.")
     def image() -> Image:

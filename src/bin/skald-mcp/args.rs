@@ -18,10 +18,17 @@ impl fmt::Display for Usage {
 pub enum Target {
     /// A command to spawn.
     Command(Vec<String>),
-    /// A streamable-HTTP URL, with an optional bearer token.
+    /// An HTTP URL, with an optional bearer token: Streamable HTTP (with
+    /// the fallback to HTTP+SSE), or HTTP+SSE only with `--sse`.
     Url {
         url: String,
         api_key: Option<String>,
+        sse: bool,
+    },
+    /// An entry of an `mcpServers` JSON file (the only one, or `--server`).
+    Config {
+        file: String,
+        server: Option<String>,
     },
 }
 
@@ -31,14 +38,27 @@ pub enum Verb {
     Tools,
     Call {
         tool: String,
+        /// The JSON object given whole.
         arguments: serde_json::Value,
+        /// `--arg K=V`, typed later from the tool's input schema.
+        raw_args: Vec<(String, String)>,
     },
     Resources,
     Read {
         uri: String,
     },
     Prompts,
+    /// `prompts/get` with string arguments.
+    Prompt {
+        name: String,
+        args: Vec<(String, String)>,
+    },
     Ping,
+    /// Any method, its result printed as JSON.
+    Rpc {
+        method: String,
+        params: Option<serde_json::Value>,
+    },
 }
 
 /// A parsed command line.
@@ -82,6 +102,13 @@ pub enum Cmd {
     Connect {
         target: Target,
         verb: Verb,
+        env: Vec<(String, String)>,
+        inherit_env: bool,
+    },
+    /// Stores the servers of an `mcpServers` JSON file.
+    Import {
+        file: String,
+        replace: bool,
     },
 }
 
@@ -95,13 +122,15 @@ pub struct Global {
     /// Every stdio server started by this run inherits the whole
     /// environment (not only the allowlist and its `env`).
     pub inherit_env: bool,
+    /// No log records or progress on stderr.
+    pub quiet: bool,
 }
 
 pub const USAGE: &str = "\
 skald-mcp — a command-line MCP client
 
 USAGE:
-  skald-mcp [--db PATH] [--json] [--timeout SECS] [--media-dir DIR] [--inherit-env] COMMAND
+  skald-mcp [--db PATH] [--json] [-q] [--timeout SECS] [--media-dir DIR] [--inherit-env] COMMAND
 
 Servers (stored in the database; default $SKALD_MCP_DB, else
 $XDG_DATA_HOME/skald-mcp/mcp.db or ~/.local/share/skald-mcp/mcp.db):
@@ -110,6 +139,8 @@ $XDG_DATA_HOME/skald-mcp/mcp.db or ~/.local/share/skald-mcp/mcp.db):
   list [--check]                 servers; --check connects each and shows its status
   remove NAME
   enable NAME | disable NAME
+  import FILE [--replace]        servers from an mcpServers JSON file (Claude Desktop,
+                                 Cursor, Claude Code's .mcp.json, VS Code's mcp.json)
 
 Talking to a stored server:
   tools [SERVER]                 tools with titles, descriptions and annotations
@@ -117,14 +148,25 @@ Talking to a stored server:
   resources SERVER
   read SERVER URI
   prompts SERVER
+  prompt SERVER NAME [--arg K=V]...  a prompt's messages
   ping SERVER
+  rpc SERVER METHOD [JSON]       any request; its result as JSON
   events [--pending] [--limit N] events servers sent (newest last)
   logs SERVER [--follow]         the server's log file
 
 A direct connection, without the database:
-  connect VERB [VERB ARGS] -- COMMAND [ARGS...]
-  connect VERB [VERB ARGS] --url URL [--api-key KEY]
-     VERB is one of: tools, call TOOL [JSON] [--arg K=V]..., resources, read URI, prompts, ping
+  connect VERB [VERB ARGS] [--env K=V]... [--inherit-env] -- COMMAND [ARGS...]
+  connect VERB [VERB ARGS] --url URL [--api-key KEY] [--sse]
+  connect VERB [VERB ARGS] --config FILE [--server NAME] [--env K=V]...
+     VERB is one of: tools, call TOOL [JSON] [--arg K=V]..., resources, read URI,
+     prompts, prompt NAME [--arg K=V]..., ping, rpc METHOD [JSON]
+
+Output: text content as it is (structured content only when there is no
+text; a {\"result\": …} wrapper is unwrapped); media is saved under
+--media-dir and shown as a path. --json prints the whole result as JSON.
+--arg values are typed from the tool's input schema (a string stays a
+string; numbers, booleans and JSON where the schema asks for them).
+The server's log records and progress go to stderr; -q silences them.
 
 HTTP servers without --api-key may ask for OAuth: the authorization URL is
 printed and the browser's redirect comes back to a loopback port; tokens are
@@ -186,25 +228,136 @@ fn parse_kv(s: &str, flag: &str) -> Result<(String, String), Usage> {
     }
 }
 
-/// `--arg k=v`: the value is JSON when it parses as JSON, else a string.
-fn arg_value(v: &str) -> serde_json::Value {
-    serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_owned()))
+/// The JSON types a property of an input schema accepts: its `type`
+/// (one or a list), else those of its `anyOf`/`oneOf` branches; `enum` and
+/// `const` say it by their values. `None`: the schema does not say.
+fn accepted_types(prop: &serde_json::Value) -> Option<Vec<&'static str>> {
+    use serde_json::Value;
+    fn name(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        }
+    }
+    const KNOWN: &[&str] = &[
+        "null", "boolean", "integer", "number", "string", "array", "object",
+    ];
+    let known = |s: &str| KNOWN.iter().copied().find(|k| *k == s);
+    let mut out = Vec::new();
+    match prop.get("type") {
+        Some(Value::String(t)) => out.extend(known(t)),
+        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str).filter_map(known)),
+        _ => {}
+    }
+    if let Some(Value::Array(vals)) = prop.get("enum") {
+        out.extend(vals.iter().map(name));
+    }
+    if let Some(v) = prop.get("const") {
+        out.push(name(v));
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = prop.get(key) {
+            for b in branches {
+                out.extend(accepted_types(b).unwrap_or_default());
+            }
+        }
+    }
+    out.dedup();
+    (!out.is_empty()).then_some(out)
 }
 
-fn parse_call_args(c: &mut Cursor, g: &mut Global) -> Result<serde_json::Value, Usage> {
+/// Types `--arg K=V` values from the tool's input schema: a string stays
+/// a string even when it looks like a number (`query=123`), a number or
+/// boolean is parsed where the schema asks for one (and refused, naming
+/// the argument, when it is not one), JSON where an array or object is
+/// asked. Where the schema does not say, JSON when it parses, else a
+/// string.
+pub fn type_args(
+    schema: Option<&serde_json::Value>,
+    raw: &[(String, String)],
+    into: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), Usage> {
+    use serde_json::Value;
+    for (k, v) in raw {
+        let accepted = schema
+            .and_then(|s| s.get("properties"))
+            .and_then(|p| p.get(k))
+            .and_then(accepted_types);
+        let parsed = serde_json::from_str::<Value>(v).ok();
+        let value = match accepted {
+            None => parsed.unwrap_or_else(|| Value::String(v.clone())),
+            Some(types) => {
+                let fits = |x: &Value| {
+                    types.iter().any(|t| match (*t, x) {
+                        ("integer", Value::Number(n)) => n.is_i64() || n.is_u64(),
+                        ("number", Value::Number(_)) => true,
+                        ("boolean", Value::Bool(_)) => true,
+                        ("null", Value::Null) => true,
+                        ("array", Value::Array(_)) => true,
+                        ("object", Value::Object(_)) => true,
+                        _ => false,
+                    })
+                };
+                match parsed {
+                    // A string is taken as typed before any JSON reading of
+                    // it, unless the schema also accepts what it parses to
+                    // and not a string (`null` for a nullable string).
+                    Some(x) if fits(&x) && (x.is_null() || !types.contains(&"string")) => x,
+                    _ if types.contains(&"string") => Value::String(v.clone()),
+                    _ => {
+                        return Err(Usage(format!(
+                            "--arg {k}: the tool's schema asks for {}, got {v:?}",
+                            types.join(" or ")
+                        )))
+                    }
+                }
+            }
+        };
+        into.insert(k.clone(), value);
+    }
+    Ok(())
+}
+
+/// The options of `connect` that end a verb's arguments.
+const CONNECT_OPTIONS: &[&str] = &[
+    "--",
+    "--url",
+    "--api-key",
+    "--sse",
+    "--config",
+    "--server",
+    "--env",
+    "--inherit-env",
+];
+
+/// A tool's arguments: a JSON object and `--arg K=V` pairs (typed later,
+/// from the tool's input schema).
+fn parse_call_args(
+    c: &mut Cursor,
+    g: &mut Global,
+) -> Result<(serde_json::Value, Vec<(String, String)>), Usage> {
     let mut args = serde_json::Map::new();
+    let mut raw = Vec::new();
     let mut json_given = false;
     while let Some(a) = c.peek().map(str::to_owned) {
         match a.as_str() {
-            "--" | "--url" | "--api-key" => break,
+            s if CONNECT_OPTIONS.contains(&s) => break,
             "--arg" => {
                 c.next();
-                let (k, v) = parse_kv(&c.value("--arg")?, "--arg")?;
-                args.insert(k, arg_value(&v));
+                raw.push(parse_kv(&c.value("--arg")?, "--arg")?);
             }
             "--json" => {
                 c.next();
                 g.json = true;
+            }
+            "-q" | "--quiet" => {
+                c.next();
+                g.quiet = true;
             }
             s if s.starts_with("--") => return Err(Usage(format!("unknown option {s}"))),
             s => {
@@ -223,7 +376,48 @@ fn parse_call_args(c: &mut Cursor, g: &mut Global) -> Result<serde_json::Value, 
             }
         }
     }
-    Ok(serde_json::Value::Object(args))
+    Ok((serde_json::Value::Object(args), raw))
+}
+
+/// `--arg K=V` pairs only (prompt arguments are strings).
+fn parse_string_args(c: &mut Cursor, g: &mut Global) -> Result<Vec<(String, String)>, Usage> {
+    let mut raw = Vec::new();
+    while let Some(a) = c.peek().map(str::to_owned) {
+        match a.as_str() {
+            s if CONNECT_OPTIONS.contains(&s) => break,
+            "--arg" => {
+                c.next();
+                raw.push(parse_kv(&c.value("--arg")?, "--arg")?);
+            }
+            "--json" => {
+                c.next();
+                g.json = true;
+            }
+            "-q" | "--quiet" => {
+                c.next();
+                g.quiet = true;
+            }
+            other => return Err(Usage(format!("unexpected argument {other:?}"))),
+        }
+    }
+    Ok(raw)
+}
+
+/// `rpc METHOD [JSON]`: the params, when given, must be a JSON object.
+fn parse_rpc(c: &mut Cursor) -> Result<Verb, Usage> {
+    let method = c.positional("METHOD")?;
+    let params = match c.peek() {
+        Some(s) if !s.starts_with("--") => {
+            let s = c.next().unwrap_or_default();
+            match serde_json::from_str::<serde_json::Value>(&s) {
+                Ok(v @ serde_json::Value::Object(_)) => Some(v),
+                Ok(_) => return Err(Usage("the params must be a JSON object".into())),
+                Err(e) => return Err(Usage(format!("the params are not valid JSON: {e}"))),
+            }
+        }
+        _ => None,
+    };
+    Ok(Verb::Rpc { method, params })
 }
 
 fn parse_verb(c: &mut Cursor, g: &mut Global, verb: &str) -> Result<Verb, Usage> {
@@ -231,11 +425,18 @@ fn parse_verb(c: &mut Cursor, g: &mut Global, verb: &str) -> Result<Verb, Usage>
         "tools" => Verb::Tools,
         "call" => {
             let tool = c.positional("TOOL")?;
+            let (arguments, raw_args) = parse_call_args(c, g)?;
             Verb::Call {
                 tool,
-                arguments: parse_call_args(c, g)?,
+                arguments,
+                raw_args,
             }
         }
+        "prompt" => Verb::Prompt {
+            name: c.positional("NAME")?,
+            args: parse_string_args(c, g)?,
+        },
+        "rpc" => parse_rpc(c)?,
         "resources" => Verb::Resources,
         "read" => Verb::Read {
             uri: c.positional("URI")?,
@@ -259,15 +460,85 @@ fn parse_target(c: &mut Cursor) -> Result<Option<Target>, Usage> {
         Some("--url") => {
             c.next();
             let url = c.value("--url")?;
-            let mut api_key = None;
-            if c.peek() == Some("--api-key") {
-                c.next();
-                api_key = Some(c.value("--api-key")?);
+            let (mut api_key, mut sse) = (None, false);
+            loop {
+                match c.peek() {
+                    Some("--api-key") => {
+                        c.next();
+                        api_key = Some(c.value("--api-key")?);
+                    }
+                    Some("--sse") => {
+                        c.next();
+                        sse = true;
+                    }
+                    _ => break,
+                }
             }
-            Ok(Some(Target::Url { url, api_key }))
+            Ok(Some(Target::Url { url, api_key, sse }))
         }
         _ => Ok(None),
     }
+}
+
+/// What follows `connect VERB [ARGS]`: `--env`/`--inherit-env`, then a
+/// target (`-- COMMAND`, `--url URL`, `--config FILE [--server NAME]`).
+fn parse_connect(c: &mut Cursor, verb: Verb) -> Result<Cmd, Usage> {
+    let (mut env, mut inherit_env, mut target) = (Vec::new(), false, None);
+    let mut config: Option<(String, Option<String>)> = None;
+    while let Some(a) = c.peek().map(str::to_owned) {
+        match a.as_str() {
+            "--env" => {
+                c.next();
+                env.push(parse_kv(&c.value("--env")?, "--env")?);
+            }
+            "--inherit-env" => {
+                c.next();
+                inherit_env = true;
+            }
+            "--config" => {
+                c.next();
+                let file = c.value("--config")?;
+                config = Some((file, config.and_then(|(_, s)| s)));
+            }
+            "--server" => {
+                c.next();
+                let name = c.value("--server")?;
+                match &mut config {
+                    Some((_, s)) => *s = Some(name),
+                    None => return Err(Usage("--server goes with --config FILE".into())),
+                }
+            }
+            "--" | "--url" if target.is_none() && config.is_none() => {
+                target = parse_target(c)?;
+            }
+            other => return Err(Usage(format!("unexpected argument {other:?} to connect"))),
+        }
+    }
+    let target =
+        match (target, config) {
+            (Some(_), Some(_)) => {
+                return Err(Usage(
+                    "connect takes one of `-- COMMAND`, `--url URL` and `--config FILE`".into(),
+                ))
+            }
+            (Some(t), None) => t,
+            (None, Some((file, server))) => Target::Config { file, server },
+            (None, None) => return Err(Usage(
+                "connect needs `-- COMMAND ARGS...`, `--url URL` or `--config FILE` after the verb"
+                    .into(),
+            )),
+        };
+    if (inherit_env || !env.is_empty()) && matches!(target, Target::Url { .. }) {
+        return Err(Usage(
+            "--env and --inherit-env apply to stdio servers, not --url".into(),
+        ));
+    }
+    Ok(Cmd::Connect {
+        target,
+        verb,
+        env,
+        inherit_env,
+    })
 }
 
 /// Parses the arguments after the program name.
@@ -303,6 +574,10 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
             Some("--inherit-env") => {
                 c.next();
                 g.inherit_env = true;
+            }
+            Some("-q" | "--quiet") => {
+                c.next();
+                g.quiet = true;
             }
             _ => break,
         }
@@ -400,7 +675,15 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
                 verb: Verb::Tools,
             }
         }
-        "call" | "resources" | "read" | "prompts" | "ping" => {
+        "import" => {
+            let file = c.positional("FILE")?;
+            let replace = c.peek() == Some("--replace");
+            if replace {
+                c.next();
+            }
+            Cmd::Import { file, replace }
+        }
+        "call" | "resources" | "read" | "prompts" | "prompt" | "ping" | "rpc" => {
             let server = c.positional("SERVER")?;
             let verb = parse_verb(&mut c, &mut g, &cmd)?;
             Cmd::OnServer {
@@ -435,10 +718,7 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
         "connect" => {
             let v = c.positional("VERB")?;
             let verb = parse_verb(&mut c, &mut g, &v)?;
-            let target = parse_target(&mut c)?.ok_or_else(|| {
-                Usage("connect needs `-- COMMAND ARGS...` or `--url URL` after the verb".into())
-            })?;
-            Cmd::Connect { target, verb }
+            parse_connect(&mut c, verb)?
         }
         other => return Err(Usage(format!("unknown command {other:?} (try --help)"))),
     };
@@ -484,13 +764,19 @@ mod tests {
         .unwrap();
         assert!(g.json);
         let Cmd::OnServer {
-            verb: Verb::Call { arguments, .. },
+            verb:
+                Verb::Call {
+                    arguments,
+                    raw_args,
+                    ..
+                },
             ..
         } = c
         else {
             panic!()
         };
-        assert_eq!(arguments, serde_json::json!({"text": "hi", "n": 5}));
+        assert_eq!(arguments, serde_json::json!({"text": "hi"}));
+        assert_eq!(raw_args, [("n".to_owned(), "5".to_owned())]);
         assert!(matches!(
             p(&["connect", "tools", "--", "python3", "s.py"]).unwrap().1,
             Cmd::Connect {
@@ -515,6 +801,112 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn connect_options() {
+        let Cmd::Connect {
+            target: Target::Command(cmd),
+            env,
+            inherit_env,
+            verb: Verb::Call { raw_args, .. },
+        } = p(&[
+            "connect",
+            "call",
+            "t",
+            "--arg",
+            "a=1",
+            "--env",
+            "K=V",
+            "--inherit-env",
+            "--",
+            "npx",
+            "-y",
+            "x",
+        ])
+        .unwrap()
+        .1
+        else {
+            panic!()
+        };
+        assert_eq!(cmd, ["npx", "-y", "x"]);
+        assert_eq!(env, [("K".to_owned(), "V".to_owned())]);
+        assert!(inherit_env);
+        assert_eq!(raw_args.len(), 1);
+        assert!(matches!(
+            p(&["connect", "tools", "--config", "f.json", "--server", "fs"]).unwrap().1,
+            Cmd::Connect { target: Target::Config { file, server: Some(s) }, .. } if file == "f.json" && s == "fs"
+        ));
+        assert!(matches!(
+            p(&["connect", "ping", "--url", "http://h/sse", "--sse"])
+                .unwrap()
+                .1,
+            Cmd::Connect {
+                target: Target::Url { sse: true, .. },
+                ..
+            }
+        ));
+        assert!(matches!(
+            p(&["rpc", "s", "resources/list", "{}"]).unwrap().1,
+            Cmd::OnServer {
+                verb: Verb::Rpc {
+                    params: Some(_),
+                    ..
+                },
+                ..
+            }
+        ));
+        assert!(matches!(
+            p(&["prompt", "s", "greet", "--arg", "name=x"]).unwrap().1,
+            Cmd::OnServer { verb: Verb::Prompt { args, .. }, .. } if args.len() == 1
+        ));
+        for bad in [
+            &["connect", "tools", "--url", "http://x", "--env", "A=1"][..],
+            &["connect", "tools", "--server", "x"],
+            &["connect", "tools", "--config", "f", "--", "cmd"],
+            &["rpc", "s", "m", "[1]"],
+            &["import"],
+        ] {
+            assert!(p(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn args_are_typed_from_the_schema() {
+        use serde_json::json;
+        let schema = json!({"type": "object", "properties": {
+            "query": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"},
+            "flag": {"type": "boolean"}, "tags": {"type": "array"}, "opt": {"type": ["string", "null"]},
+            "mode": {"enum": ["a", "b"]}, "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+        }});
+        let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let mut m = serde_json::Map::new();
+        type_args(
+            Some(&schema),
+            &[
+                kv("query", "123"),
+                kv("n", "5"),
+                kv("x", "2.5"),
+                kv("flag", "true"),
+                kv("tags", "[1,2]"),
+                kv("opt", "null"),
+                kv("mode", "true"),
+                kv("either", "7"),
+                kv("free", "{\"a\":1}"),
+                kv("word", "hello"),
+            ],
+            &mut m,
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::Value::Object(m),
+            json!({"query": "123", "n": 5, "x": 2.5, "flag": true, "tags": [1, 2], "opt": null,
+                   "mode": "true", "either": "7", "free": {"a": 1}, "word": "hello"})
+        );
+        for (k, v) in [("n", "five"), ("n", "2.5"), ("flag", "yes"), ("tags", "x")] {
+            let e = type_args(Some(&schema), &[kv(k, v)], &mut serde_json::Map::new()).unwrap_err();
+            assert!(e.0.contains(&format!("--arg {k}")), "{}", e.0);
+        }
     }
 
     #[test]

@@ -32,7 +32,7 @@ use std::time::Duration;
 use args::{Cmd, Global, Target, Usage, Verb};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use skald_mcp::manager::{MediaStore, ToolResult};
+use skald_mcp::manager::MediaStore;
 use skald_mcp::store::{Store, StoreConfig};
 use skald_mcp::{
     CallOptions, ClientOptions, McpCallResult, McpError, McpMedia, McpServerClient,
@@ -48,6 +48,10 @@ const EXIT_INTERRUPTED: u8 = 130;
 /// How long a CLI connection may take to start (shorter than the library's
 /// default: a person is waiting).
 const CLI_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The widest the tools table's name column grows; a longer name is
+/// printed on a line of its own above its row.
+const TOOL_NAME_COLUMN_MAX: usize = 40;
 
 /// Clients to close when a signal arrives.
 static ACTIVE: Mutex<Vec<Arc<dyn McpServerClient>>> = Mutex::new(Vec::new());
@@ -115,6 +119,25 @@ fn write_line(w: &mut impl std::io::Write, line: &str) {
             for c in clients {
                 let _ = c.close();
             }
+            std::process::exit(EXIT_BROKEN_PIPE);
+        }
+    }
+}
+
+/// Writes a log file's bytes, cleaned like [`out!`]; a closed pipe ends the
+/// program quietly (`skald-mcp logs x | head`).
+fn write_raw(buf: &[u8]) {
+    use std::io::Write;
+    if buf.is_empty() {
+        return;
+    }
+    let text = String::from_utf8_lossy(buf);
+    let mut o = std::io::stdout();
+    if let Err(e) = o
+        .write_all(term::clean(&text).as_bytes())
+        .and_then(|_| o.flush())
+    {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(EXIT_BROKEN_PIPE);
         }
     }
@@ -194,10 +217,11 @@ fn media_store(g: &Global) -> MediaStore {
     MediaStore::new(dir, prefix)
 }
 
-fn options(g: &Global, store: Option<&Store>) -> ClientOptions {
+fn options(g: &Global, store: Option<&Store>, logs: &LogPrinter) -> ClientOptions {
     let mut o = ClientOptions::default()
         .start_timeout(g.timeout.unwrap_or(CLI_START_TIMEOUT))
-        .elicitation_handler(term::TerminalElicitation);
+        .elicitation_handler(term::TerminalElicitation)
+        .logs(logs.sender());
     if let Some(t) = g.timeout {
         o = o.call_timeout(t);
     }
@@ -205,9 +229,64 @@ fn options(g: &Global, store: Option<&Store>) -> ClientOptions {
         o = o.inherit_env(true);
     }
     if let Some(s) = store {
-        o = o.notifications(s.events_sender()).logs(s.log_sender());
+        o = o.notifications(s.events_sender());
     }
     o
+}
+
+/// The servers' log lines: records (`notifications/message`) are shown on
+/// stderr as they come, unless `-q`; every line also goes on to the store
+/// (the server's log file) when there is one.
+struct LogPrinter {
+    tx: skald_mcp::McpLogTx,
+    stop: crossbeam_channel::Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LogPrinter {
+    fn start(quiet: bool, store: Option<skald_mcp::McpLogTx>) -> LogPrinter {
+        let (tx, rx) = crossbeam_channel::unbounded::<skald_mcp::McpLogLine>();
+        let (stop, stop_rx) = crossbeam_channel::bounded::<()>(1);
+        let handle = move |l: skald_mcp::McpLogLine| {
+            if !quiet {
+                if let skald_mcp::LogTag::Level(level) = l.tag {
+                    err!("[{}] {level}: {}", l.server, l.text);
+                }
+            }
+            if let Some(s) = &store {
+                let _ = s.send(l);
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("skald-mcp-logs".into())
+            .spawn(move || loop {
+                crossbeam_channel::select! {
+                    recv(rx) -> l => match l {
+                        Ok(l) => handle(l),
+                        Err(_) => return,
+                    },
+                    recv(stop_rx) -> _ => {
+                        // What was sent before the stop is still shown.
+                        rx.try_iter().for_each(&handle);
+                        return;
+                    }
+                }
+            })
+            .ok();
+        LogPrinter { tx, stop, thread }
+    }
+
+    fn sender(&self) -> skald_mcp::McpLogTx {
+        self.tx.clone()
+    }
+
+    /// Shows (and hands on) every line received so far, then stops.
+    fn finish(mut self) {
+        let _ = self.stop.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Connects; an HTTP server without an `api_key` may ask for OAuth, which
@@ -279,11 +358,19 @@ fn run(g: Global, cmd: Cmd) -> Res {
         } => {
             let mut cfg = match target {
                 Target::Command(c) => McpServerConfig::stdio(&name, &c[0], c[1..].to_vec()),
-                Target::Url { url, api_key } => {
-                    let mut h = McpServerConfig::http(&name, url);
+                Target::Url { url, api_key, sse } => {
+                    let mut h = if sse {
+                        McpServerConfig::sse(&name, url)
+                    } else {
+                        McpServerConfig::http(&name, url)
+                    };
                     h.api_key = api_key;
                     h
                 }
+                Target::Config { .. } => return Err(Failure::Usage(
+                    "add takes `-- COMMAND` or `--url URL`; use `import FILE` for a config file"
+                        .into(),
+                )),
             };
             cfg.env = env.into_iter().collect();
             cfg.inherit_env = inherit_env;
@@ -312,8 +399,10 @@ fn run(g: Global, cmd: Cmd) -> Res {
             out!("{} {name}", if enabled { "enabled" } else { "disabled" });
             Ok(store.close()?)
         }
+        Cmd::Import { file, replace } => import(&g, &file, replace),
         Cmd::OnServer { server, verb } => {
             let store = open_store(&g)?;
+            let logs = LogPrinter::start(g.quiet, Some(store.log_sender()));
             let names: Vec<String> = match server {
                 Some(s) => vec![s],
                 None => store
@@ -328,7 +417,13 @@ fn run(g: Global, cmd: Cmd) -> Res {
                 let cfg = store.get_server(name)?.ok_or_else(|| {
                     Failure::Usage(format!("no server named {name:?} (see `skald-mcp list`)"))
                 })?;
-                let client = connect(&cfg, options(&g, Some(&store)), Some(&store))?;
+                let client = match connect(&cfg, options(&g, Some(&store), &logs), Some(&store)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                };
                 if names.len() > 1 && !g.json {
                     out!("== {name}");
                 }
@@ -338,6 +433,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
                     break;
                 }
             }
+            logs.finish();
             store.close()?;
             result
         }
@@ -370,21 +466,41 @@ fn run(g: Global, cmd: Cmd) -> Res {
             Ok(store.close()?)
         }
         Cmd::Logs { server, follow } => logs(&g, &server, follow),
-        Cmd::Connect { target, verb } => {
-            let cfg = match target {
+        Cmd::Connect {
+            target,
+            verb,
+            env,
+            inherit_env,
+        } => {
+            let mut cfg = match target {
                 Target::Command(c) => McpServerConfig::stdio("direct", &c[0], c[1..].to_vec()),
-                Target::Url { url, api_key } => {
-                    let mut h = McpServerConfig::http("direct", url);
+                Target::Url { url, api_key, sse } => {
+                    let mut h = if sse {
+                        McpServerConfig::sse("direct", url)
+                    } else {
+                        McpServerConfig::http("direct", url)
+                    };
                     h.api_key = api_key;
                     h
                 }
+                Target::Config { file, server } => from_config_file(&file, server.as_deref())?,
             };
+            cfg.env.extend(env);
+            cfg.inherit_env |= inherit_env;
+            let logs = LogPrinter::start(g.quiet, None);
             let (ntx, nrx) = crossbeam_channel::unbounded();
-            let client = connect(&cfg, options(&g, None).notifications(ntx), None)?;
-            let r = run_verb(&g, &*client, &verb);
-            let _ = client.close();
-            for n in nrx.try_iter() {
-                err!("[notification] {} {}", n.method, n.params);
+            let r = connect(&cfg, options(&g, None, &logs).notifications(ntx), None).and_then(
+                |client| {
+                    let r = run_verb(&g, &*client, &verb);
+                    let _ = client.close();
+                    r
+                },
+            );
+            logs.finish();
+            if !g.quiet {
+                for n in nrx.try_iter() {
+                    err!("[notification] {} {}", n.method, n.params);
+                }
             }
             r
         }
@@ -400,12 +516,15 @@ fn rfc3339(t: std::time::SystemTime) -> String {
 fn list(g: &Global, check: bool) -> Res {
     let store = open_store(g)?;
     let rows = store.list_servers()?;
+    // A check's log records go to the log files only: the table is the
+    // output.
+    let logs = LogPrinter::start(true, Some(store.log_sender()));
     let statuses: Vec<(String, String)> = if check {
         std::thread::scope(|s| {
             let handles: Vec<_> = rows
                 .iter()
                 .map(|c| {
-                    let opts = options(g, Some(&store));
+                    let opts = options(g, Some(&store), &logs);
                     let store_ref = &store;
                     s.spawn(move || {
                         if !c.enabled {
@@ -441,6 +560,7 @@ fn list(g: &Global, check: bool) -> Res {
     } else {
         Vec::new()
     };
+    logs.finish();
     // The era each server spoke when it last connected (re-read: a check
     // above may just have recorded it).
     let eras: Vec<Option<(skald_mcp::Era, Option<String>)>> = rows
@@ -541,6 +661,37 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                 );
                 return Ok(());
             }
+            let name_width = tools
+                .iter()
+                .map(|t| t.name.chars().count())
+                .filter(|&n| n <= TOOL_NAME_COLUMN_MAX)
+                .max()
+                .unwrap_or(0)
+                .max(12);
+            let title_of = |t: &skald_mcp::McpTool| {
+                t.title
+                    .clone()
+                    .or_else(|| t.annotations.title.clone())
+                    .unwrap_or_default()
+            };
+            // No title column when no tool has a title.
+            let title_width = tools
+                .iter()
+                .map(|t| title_of(t).chars().count())
+                .max()
+                .unwrap_or(0)
+                .min(20);
+            let row = |name: &str, title: &str, desc: &str, hints: &str| {
+                if title_width == 0 {
+                    out!("{name:<name_width$} {}{hints}", truncate(desc, 70));
+                } else {
+                    out!(
+                        "{name:<name_width$} {:<title_width$} {}{hints}",
+                        truncate(title, title_width),
+                        truncate(desc, 70)
+                    );
+                }
+            };
             for t in tools.iter() {
                 let a = &t.annotations;
                 let mut hints = Vec::new();
@@ -557,7 +708,7 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                 if t.task_support.wants_task() {
                     hints.push("task");
                 }
-                let title = t.title.as_deref().or(a.title.as_deref()).unwrap_or("");
+                let title = title_of(t);
                 let desc = t
                     .description
                     .as_deref()
@@ -570,16 +721,80 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
                 } else {
                     format!(" [{}]", hints.join(", "))
                 };
-                out!(
-                    "{:<24} {:<20} {}{hints}",
-                    t.name,
-                    truncate(title, 20),
-                    truncate(desc, 70)
-                );
+                // The name column is as wide as the longest name (up to
+                // a cap; a longer name gets its own line), so long names
+                // neither push the columns out of line nor get cut: a
+                // name is what a person types back into `call`.
+                if t.name.chars().count() > name_width {
+                    out!("{}", t.name);
+                    row("", &title, desc, &hints);
+                } else {
+                    row(&t.name, &title, desc, &hints);
+                }
             }
             Ok(())
         }
-        Verb::Call { tool, arguments } => call(g, c, tool, arguments),
+        Verb::Call {
+            tool,
+            arguments,
+            raw_args,
+        } => call(g, c, tool, arguments, raw_args),
+        Verb::Prompt { name, args } => {
+            let pairs: Vec<(&str, &str)> =
+                args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let r = c.get_prompt(name, &pairs)?;
+            if g.json {
+                let messages: Vec<Value> = r
+                    .messages
+                    .iter()
+                    .map(|m| {
+                        let content = match &m.content {
+                            skald_mcp::PromptContent::Text(t) => json!({"type": "text", "text": t}),
+                            skald_mcp::PromptContent::Media(media) => {
+                                json!({"type": media.kind(), "mimeType": media.mime_type(),
+                                       "bytes": media.bytes().map_or(0, <[u8]>::len)})
+                            }
+                        };
+                        json!({"role": role_name(m.role), "content": content})
+                    })
+                    .collect();
+                out!(
+                    "{}",
+                    json!({"description": r.description, "messages": messages})
+                );
+                return Ok(());
+            }
+            if let Some(d) = &r.description {
+                out!("# {d}");
+            }
+            let media = media_store(g);
+            for m in r.messages {
+                let body = match m.content {
+                    skald_mcp::PromptContent::Text(t) => t,
+                    skald_mcp::PromptContent::Media(item) => media
+                        .persist(McpCallResult::Media {
+                            text: String::new(),
+                            structured: None,
+                            items: vec![item],
+                        })?
+                        .to_wire(),
+                };
+                out!("[{}] {body}", role_name(m.role));
+            }
+            Ok(())
+        }
+        Verb::Rpc { method, params } => {
+            let r = c.request(method, params.clone(), &CallOptions::new())?;
+            out!(
+                "{}",
+                if g.json {
+                    r.to_string()
+                } else {
+                    serde_json::to_string_pretty(&r).unwrap_or_default()
+                }
+            );
+            Ok(())
+        }
         Verb::Resources => {
             let resources = c.list_resources()?;
             let templates = c.list_resource_templates().unwrap_or_default();
@@ -609,7 +824,9 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
             let media = media_store(g);
             for item in contents {
                 match item {
-                    ResourceContents::Text { text, .. } if !g.json => out!("{text}"),
+                    ResourceContents::Text { text, .. } if !g.json => {
+                        out!("{}", text.strip_suffix('\n').unwrap_or(&text))
+                    }
                     ResourceContents::Text {
                         uri,
                         mime_type,
@@ -690,21 +907,46 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
     }
 }
 
-fn call(g: &Global, c: &dyn McpServerClient, tool: &str, arguments: &Value) -> Res {
-    // Learn the tool's task support and output schema first.
-    let _ = c.list_tools_shared();
+fn role_name(r: skald_mcp::Role) -> &'static str {
+    match r {
+        skald_mcp::Role::User => "user",
+        skald_mcp::Role::Assistant => "assistant",
+    }
+}
+
+fn call(
+    g: &Global,
+    c: &dyn McpServerClient,
+    tool: &str,
+    arguments: &Value,
+    raw_args: &[(String, String)],
+) -> Res {
+    // Learn the tool's input and output schemas and its task support first.
+    let tools = c.list_tools_shared().ok();
+    let found = tools
+        .as_deref()
+        .and_then(|t| t.iter().find(|t| t.name == tool));
+    let mut arguments = arguments.as_object().cloned().unwrap_or_default();
+    args::type_args(found.map(|t| &t.input_schema), raw_args, &mut arguments)?;
     let tty = term::stderr_is_tty();
     let mut opts = CallOptions::new();
-    if tty {
+    if tty && !g.quiet {
         opts = opts.on_progress(term::draw_progress);
+    } else if !g.quiet {
+        // Not a terminal: one line per update, nothing redrawn.
+        opts = opts.on_progress(|p: &skald_mcp::Progress| {
+            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+            let msg = p.message.as_deref().unwrap_or("");
+            err!("[progress] {}{total} {msg}", p.progress);
+        });
     }
-    let outcome = c.call_tool_with(tool, arguments.clone(), &opts);
-    if tty {
+    let outcome = c.call_tool_with(tool, Value::Object(arguments), &opts);
+    if tty && !g.quiet {
         term::clear_progress();
     }
     match outcome {
         Ok(r) => {
-            print_result(g, r)?;
+            print_result(g, r, found.and_then(|t| t.output_schema.as_ref()))?;
             Ok(())
         }
         Err(McpError::Tool {
@@ -728,56 +970,259 @@ fn call(g: &Global, c: &dyn McpServerClient, tool: &str, arguments: &Value) -> R
     }
 }
 
-fn print_result(g: &Global, r: McpCallResult) -> Res {
-    if !g.json {
-        match media_store(g).persist(r)? {
-            ToolResult::Text(t) => out!("{t}"),
-            ToolResult::Json(v) => {
-                out!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
+/// Structured content as a person reads it: the conventional
+/// `{"result": …}` wrapper of a tool whose output is a plain value
+/// (FastMCP's `-> int`) unwrapped, a string as it is, else pretty JSON.
+fn show_structured(value: &Value, output_schema: Option<&Value>) -> String {
+    let wrapped = output_schema.is_none_or(|s| {
+        s.get("x-fastmcp-wrap-result") == Some(&Value::Bool(true))
+            || s.get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.len() == 1 && p.contains_key("result"))
+    });
+    let inner = match value.as_object() {
+        Some(m) if wrapped && m.len() == 1 => m.get("result").unwrap_or(value),
+        _ => value,
+    };
+    match inner {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+/// Replaces every string of `v` that is the base64 of a saved media item
+/// by the file it was saved to: a server that mirrors its image in
+/// `structuredContent` must not put the image's bytes on the terminal.
+fn without_media_bytes(v: &mut Value, saved: &[(String, String)]) {
+    match v {
+        Value::String(s) if s.len() >= 64 => {
+            let plain = s.trim();
+            let body = plain.split_once(";base64,").map_or(plain, |(_, b)| b);
+            if let Some((_, path)) = saved.iter().find(|(b64, _)| b64 == body) {
+                *s = format!("<saved to {path}>");
             }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| without_media_bytes(x, saved)),
+        Value::Object(m) => m.values_mut().for_each(|x| without_media_bytes(x, saved)),
+        _ => {}
+    }
+}
+
+/// Whether structured content only repeats the content blocks
+/// (`{"content": [{"type": "image", …}]}`, as the filesystem server's
+/// `read_media_file` sends): shown, it would say nothing the saved files'
+/// lines do not.
+fn mirrors_content(v: &Value) -> bool {
+    v.as_object().is_some_and(|m| {
+        m.len() == 1
+            && m.get("content").and_then(Value::as_array).is_some_and(|a| {
+                a.iter()
+                    .all(|b| b.get("type").is_some_and(Value::is_string))
+            })
+    })
+}
+
+/// The path inside a reference line (`![image](PATH) (…)`).
+fn path_of(reference: &str) -> Option<String> {
+    reference
+        .split_once("](")
+        .and_then(|(_, rest)| rest.split_once(") ").or_else(|| rest.rsplit_once(')')))
+        .map(|(p, _)| p.to_owned())
+}
+
+fn print_result(g: &Global, r: McpCallResult, output_schema: Option<&Value>) -> Res {
+    use base64::Engine as _;
+    let media = media_store(g);
+    // Each media item saved to a file: its reference line, its path and
+    // its base64 (to keep it off the terminal).
+    let save = |items: Vec<McpMedia>| -> Res<Vec<(McpMedia, String, Option<String>)>> {
+        let mut out = Vec::new();
+        for item in items {
+            let line = media
+                .persist(McpCallResult::Media {
+                    text: String::new(),
+                    structured: None,
+                    items: vec![item.clone()],
+                })?
+                .to_wire();
+            let path = match &item {
+                McpMedia::ResourceLink { .. } => None,
+                _ => path_of(&line),
+            };
+            out.push((item, line, path));
+        }
+        Ok(out)
+    };
+    // A text's own final newline is not doubled by the line's.
+    let text_line = |t: &str| t.strip_suffix('\n').unwrap_or(t).to_owned();
+    if !g.json {
+        match r {
+            McpCallResult::Text(t) => out!("{}", text_line(&t)),
+            // Text first: it is what the server wrote for a reader.
+            McpCallResult::Json { value, text } if text.trim().is_empty() => {
+                out!("{}", show_structured(&value, output_schema))
+            }
+            McpCallResult::Json { text, .. } => out!("{}", text_line(&text)),
+            McpCallResult::Media {
+                text,
+                structured,
+                items,
+            } => {
+                let saved = save(items)?;
+                if !text.trim().is_empty() {
+                    out!("{}", text_line(&text));
+                } else if let Some(mut v) = structured.filter(|v| !mirrors_content(v)) {
+                    let bytes: Vec<(String, String)> = saved
+                        .iter()
+                        .filter_map(|(item, _, path)| {
+                            Some((
+                                base64::engine::general_purpose::STANDARD.encode(item.bytes()?),
+                                path.clone()?,
+                            ))
+                        })
+                        .collect();
+                    without_media_bytes(&mut v, &bytes);
+                    out!("{}", show_structured(&v, output_schema));
+                }
+                for (_, line, _) in &saved {
+                    out!("{line}");
+                }
+            }
+            other => out!("{}", other.to_text()),
         }
         return Ok(());
     }
     let out = match r {
         McpCallResult::Text(t) => json!({"type": "text", "text": t}),
-        McpCallResult::Json(v) => json!({"type": "json", "value": v}),
+        McpCallResult::Json { value, text } => {
+            json!({"type": "json", "value": value, "text": text})
+        }
         McpCallResult::Media {
             text,
             structured,
             items,
         } => {
-            let media = media_store(g);
-            let mut out_items = Vec::new();
-            for item in items {
-                let kind = item.kind();
-                let entry = match &item {
+            let out_items: Vec<Value> = save(items)?
+                .into_iter()
+                .map(|(item, _, path)| match &item {
                     McpMedia::ResourceLink { uri, mime_type, .. } => {
-                        json!({"kind": kind, "uri": uri, "mime_type": mime_type})
+                        json!({"kind": item.kind(), "uri": uri, "mime_type": mime_type})
                     }
-                    other => {
-                        let bytes = other.bytes().map_or(0, <[u8]>::len);
-                        let mime = other.mime_type().map(str::to_owned);
-                        let saved = media.persist(McpCallResult::Media {
-                            text: String::new(),
-                            structured: None,
-                            items: vec![item.clone()],
-                        })?;
-                        let path = saved
-                            .to_wire()
-                            .split_once("](")
-                            .and_then(|(_, rest)| rest.split_once(')'))
-                            .map(|(p, _)| p.to_owned());
-                        json!({"kind": kind, "mime_type": mime, "bytes": bytes, "path": path})
-                    }
-                };
-                out_items.push(entry);
-            }
+                    other => json!({"kind": other.kind(), "mime_type": other.mime_type(),
+                                    "bytes": other.bytes().map_or(0, <[u8]>::len), "path": path}),
+                })
+                .collect();
             json!({"type": "media", "text": text, "structured": structured, "items": out_items})
         }
         other => json!({"type": "text", "text": other.to_text()}),
     };
     out!("{out}");
     Ok(())
+}
+
+/// Reads an `mcpServers` file.
+fn read_config_file(file: &str) -> Res<skald_mcp::ImportedServers> {
+    let text = std::fs::read_to_string(file).map_err(|source| McpError::Io {
+        context: format!("reading {file}"),
+        source,
+    })?;
+    skald_mcp::parse_mcp_servers_json(&text).map_err(|e| match e {
+        McpError::Config { message, .. } => Failure::Usage(format!("{file}: {message}")),
+        other => Failure::Mcp(other),
+    })
+}
+
+/// `connect --config FILE [--server NAME]`: the named entry, or the only one.
+fn from_config_file(file: &str, server: Option<&str>) -> Res<McpServerConfig> {
+    let found = read_config_file(file)?;
+    let names = || {
+        let mut n: Vec<&str> = found.servers.iter().map(|c| c.name.as_str()).collect();
+        n.extend(found.skipped.iter().map(|s| s.name.as_str()));
+        n.join(", ")
+    };
+    let pick = match server {
+        Some(name) => name.to_owned(),
+        None if found.servers.len() + found.skipped.len() == 1 => found
+            .servers
+            .first()
+            .map(|c| c.name.clone())
+            .or_else(|| found.skipped.first().map(|s| s.name.clone()))
+            .unwrap_or_default(),
+        None => {
+            return Err(Failure::Usage(format!(
+                "{file} has {} servers ({}): choose one with --server NAME",
+                found.servers.len() + found.skipped.len(),
+                names()
+            )))
+        }
+    };
+    if let Some(s) = found.skipped.iter().find(|s| s.name == pick) {
+        return Err(Failure::Usage(format!(
+            "{file}: server {pick:?} cannot be used: {}",
+            s.reason
+        )));
+    }
+    found
+        .servers
+        .iter()
+        .find(|c| c.name == pick)
+        .cloned()
+        .ok_or_else(|| {
+            Failure::Usage(format!(
+                "{file} has no server {pick:?} (it has: {})",
+                names()
+            ))
+        })
+}
+
+/// `import FILE`: stores each entry of an `mcpServers` file, and says what
+/// it added, replaced or skipped and why. Skipped entries do not fail the
+/// command (the others are still stored); a file that is not such a file
+/// does.
+fn import(g: &Global, file: &str, replace: bool) -> Res {
+    let found = read_config_file(file)?;
+    let store = open_store(g)?;
+    let mut report = Vec::new();
+    for cfg in &found.servers {
+        let exists = store.get_server(&cfg.name)?.is_some();
+        if exists && !replace {
+            report.push((
+                cfg.name.clone(),
+                "skipped",
+                "a server of that name is stored already (--replace overwrites it)".to_owned(),
+            ));
+            continue;
+        }
+        store.upsert_server(cfg)?;
+        let what = format!(
+            "{}: {}{}",
+            cfg.transport,
+            target_of(cfg),
+            if cfg.enabled { "" } else { " (disabled)" }
+        );
+        report.push((
+            cfg.name.clone(),
+            if exists { "replaced" } else { "added" },
+            what,
+        ));
+    }
+    for s in &found.skipped {
+        report.push((s.name.clone(), "skipped", s.reason.clone()));
+    }
+    if g.json {
+        let v: Vec<Value> = report
+            .iter()
+            .map(|(n, what, why)| json!({"name": n, "action": what, "detail": why}))
+            .collect();
+        out!("{}", Value::Array(v));
+    } else {
+        for (n, what, why) in &report {
+            out!("{what:<8} {n}: {why}");
+        }
+        let stored = report.iter().filter(|r| r.1 != "skipped").count();
+        out!("{stored} of {} servers from {file} stored", report.len());
+    }
+    Ok(store.close()?)
 }
 
 fn logs(g: &Global, server: &str, follow: bool) -> Res {
@@ -796,7 +1241,7 @@ fn logs(g: &Global, server: &str, follow: bool) -> Res {
     };
     let mut pos = match read(0) {
         Ok((buf, pos)) => {
-            print!("{}", String::from_utf8_lossy(&buf));
+            write_raw(&buf);
             pos
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && follow => 0,
@@ -817,9 +1262,7 @@ fn logs(g: &Global, server: &str, follow: bool) -> Res {
     while follow && !INTERRUPTED.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(250));
         if let Ok((buf, p)) = read(pos) {
-            print!("{}", String::from_utf8_lossy(&buf));
-            use std::io::Write;
-            let _ = std::io::stdout().flush();
+            write_raw(&buf);
             pos = p;
         }
     }
