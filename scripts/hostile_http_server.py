@@ -57,8 +57,8 @@ responses get 202. Tools (tools/call), each a different behaviour:
   task_tool              declared with taskSupport "optional": a task-augmented call answers with a
                          task handle; tasks/get reports "working" once, then "completed";
                          tasks/result gives the text "task done"
-  auth_echo              401 whose body quotes the Authorization header back (as some gateways
-                         do), for the tests that check a bearer token never reaches a log
+  auth_echo              401 whose body quotes the Authorization and X-Api-Key headers back (as
+                         some gateways do), for the tests that check a secret never reaches a log
   auth_echo_at {pad}     the same, the header quoted after `pad` spaces (so that it can straddle
                          the client's cut of a quoted body)
   set_busy {method, count, status, retry_after}
@@ -501,7 +501,8 @@ class Handler(BaseHTTPRequestHandler):
             size = int(args.get("bytes", 1 << 20))
             self.send_json(reply("with a huge header"), headers={"X-Huge": "h" * size})
         elif name == "auth_echo":
-            body = f"invalid credentials: {self.headers.get('Authorization')}".encode()
+            body = (f"invalid credentials: {self.headers.get('Authorization')}"
+                    f" key={self.headers.get('X-Api-Key')}").encode()
             self.send_plain(401, body, ctype="text/plain")
         elif name == "auth_echo_at":
             pad = " " * int(args.get("pad", 0))

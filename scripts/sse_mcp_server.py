@@ -26,6 +26,8 @@ Tools (initialize answers protocolVersion 2024-11-05):
   progress {steps}  `steps` notifications/progress for the request's progressToken, then "progressed"
   notify {n}        `n` notifications "event/sse" {"i": 1..n}, then "notified"
   big {bytes}       a text of `bytes` "x" characters
+  headers           JSON {"get": {...}, "post": {...}}: the X-* headers (names lower-cased) of the
+                    session's GET and of the POST that carried this call
 GET /_state: {"streams_open": n, "streams_closed": n, "posts": n, "refused_posts": n (POSTs to any
 other path, e.g. a Streamable HTTP attempt at /sse)}
 """
@@ -45,6 +47,8 @@ SESSIONS = {}  # id -> queue.Queue of (bytes or None to end)
 WAITS = {}  # server request id -> [Event, message]
 STATE = {"streams_open": 0, "streams_closed": 0, "posts": 0, "refused_posts": 0, "cancels": []}
 CANCELLED = {}  # (session, request id) -> Event
+GET_HEADERS = {}  # session -> X-* headers of its GET
+POST_HEADERS = {}  # request id -> X-* headers of the POST that carried it
 MODE = "normal"
 
 
@@ -56,6 +60,10 @@ def push(session, msg):
     q = SESSIONS.get(session)
     if q is not None:
         q.put(event("message", json.dumps(msg)))
+
+
+def x_headers(headers):
+    return {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-")}
 
 
 def text_result(text):
@@ -90,7 +98,7 @@ def handle(session, msg):
     elif method == "tools/list":
         reply({"tools": [{"name": n, "inputSchema": {"type": "object"}}
                          for n in ("echo", "log", "ask", "slow", "drop", "cancels", "progress",
-                                   "notify", "big")]})
+                                   "notify", "big", "headers")]})
     elif method == "tools/call":
         threading.Thread(target=call, args=(session, mid, params), daemon=True).start()
     else:
@@ -147,6 +155,10 @@ def call(session, mid, params):
         reply("notified")
     elif name == "big":
         reply("x" * int(args.get("bytes", 0)))
+    elif name == "headers":
+        with LOCK:
+            seen = {"get": GET_HEADERS.get(session, {}), "post": POST_HEADERS.get(mid, {})}
+        reply(json.dumps(seen, sort_keys=True))
     else:
         push(session, {"jsonrpc": "2.0", "id": mid,
                        "error": {"code": -32602, "message": f"unknown tool: {name}"}})
@@ -179,6 +191,7 @@ class Handler(BaseHTTPRequestHandler):
         q = queue.Queue()
         with LOCK:
             SESSIONS[session] = q
+            GET_HEADERS[session] = x_headers(self.headers)
             STATE["streams_open"] += 1
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -230,6 +243,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_plain(400, b"invalid JSON")
         with LOCK:
             STATE["posts"] += 1
+            if isinstance(msg, dict) and msg.get("id") is not None:
+                POST_HEADERS[msg.get("id")] = x_headers(self.headers)
         self.send_plain(202, b"Accepted")
         handle(session, msg)
 

@@ -108,6 +108,15 @@ pub struct McpServerConfig {
     /// http: sent as `Authorization: Bearer <api_key>`; may contain `${VAR}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
+    /// http/sse: extra headers sent with every request (a hosted server's
+    /// `X-API-Key`, a tenant header); values may contain `${VAR}` and are
+    /// treated as secrets (never logged, redacted from quoted bodies). The
+    /// headers the protocol itself sets (`Authorization`, which is
+    /// [`api_key`](Self::api_key)'s or OAuth's, `Mcp-Session-Id`,
+    /// `MCP-Protocol-Version`, `Content-Type`, `Accept`, …) are refused by
+    /// [`validate`](Self::validate).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
     /// A short description of what the server provides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -142,6 +151,14 @@ impl fmt::Debug for McpServerConfig {
             // User info and query may carry a token; show neither.
             .field("url", &self.url.as_deref().map(shown_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .keys()
+                    .map(|k| (k.as_str(), "<redacted>"))
+                    .collect::<BTreeMap<_, _>>(),
+            )
             .field("description", &self.description)
             .field("friendly_name", &self.friendly_name)
             .field("enabled", &self.enabled)
@@ -166,6 +183,7 @@ impl McpServerConfig {
             cwd: None,
             url: None,
             api_key: None,
+            headers: BTreeMap::new(),
             description: None,
             friendly_name: None,
             enabled: true,
@@ -184,6 +202,7 @@ impl McpServerConfig {
             cwd: None,
             url: Some(url.into()),
             api_key: None,
+            headers: BTreeMap::new(),
             description: None,
             friendly_name: None,
             enabled: true,
@@ -218,6 +237,13 @@ impl McpServerConfig {
         self
     }
 
+    /// Adds a request header (http/sse); the value may contain `${VAR}`.
+    /// See [`headers`](Self::headers) for the names refused.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
     /// Parses a configuration from JSON text.
     pub fn from_json(text: &str) -> Result<Self> {
         serde_json::from_str(text).map_err(|e| McpError::Config {
@@ -249,7 +275,65 @@ impl McpServerConfig {
                 return Err(err(format!("invalid environment variable name {key:?}")));
             }
         }
+        if !self.headers.is_empty() && self.transport == McpTransport::Stdio {
+            return Err(err(
+                "'headers' apply to http and sse servers, not stdio".into()
+            ));
+        }
+        for (name, value) in &self.headers {
+            // RFC 9110 token characters.
+            let token = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !token {
+                return Err(err(format!("invalid header name {name:?}")));
+            }
+            let mirrored = name
+                .get(..10)
+                .is_some_and(|p| p.eq_ignore_ascii_case("Mcp-Param-"));
+            if mirrored
+                || RESERVED_HEADERS
+                    .iter()
+                    .any(|r| r.eq_ignore_ascii_case(name))
+            {
+                return Err(err(format!(
+                    "header {name:?} is set by the client itself{}",
+                    if name.eq_ignore_ascii_case("authorization") {
+                        " (a bearer token goes in 'api_key'; OAuth sets its own)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+            if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                return Err(err(format!(
+                    "header {name:?}: the value holds a line break or NUL"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// The `headers` with every `${VAR}` resolved from the process
+    /// environment, checked to be sendable.
+    pub fn resolved_headers(&self) -> Result<Vec<(String, String)>> {
+        self.headers
+            .iter()
+            .map(|(k, v)| {
+                let e = |m: String| McpError::Config {
+                    server: self.name.clone(),
+                    message: format!("header {k}: {m}"),
+                };
+                let v = interpolate(v, env_lookup).map_err(e)?;
+                if v.bytes()
+                    .any(|b| b == b'\r' || b == b'\n' || b == 0 || b == 0x7f)
+                {
+                    return Err(e("the value cannot be sent in an HTTP header".into()));
+                }
+                Ok((k.clone(), v))
+            })
+            .collect()
     }
 
     /// The `env` map with every `${VAR}` resolved from the process environment.
@@ -283,6 +367,24 @@ impl McpServerConfig {
         }
     }
 }
+
+/// Headers the client sets itself: a configured one would be sent twice or
+/// fight the protocol (sessions, versions, the modern mirrored headers).
+const RESERVED_HEADERS: &[&str] = &[
+    "Authorization",
+    "Mcp-Session-Id",
+    "MCP-Protocol-Version",
+    "Mcp-Method",
+    "Mcp-Name",
+    "Content-Type",
+    "Content-Length",
+    "Accept",
+    "Host",
+    "Last-Event-ID",
+    "Transfer-Encoding",
+    "Connection",
+    "DPoP",
+];
 
 fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -406,6 +508,38 @@ mod tests {
         assert!(interpolate("${A-B}", look).is_err());
         assert_eq!(interpolate("plain", look).unwrap(), "plain");
         assert_eq!(interpolate("trailing $", look).unwrap(), "trailing $");
+    }
+
+    #[test]
+    fn headers_are_checked_and_never_shown() {
+        let ok = McpServerConfig::http("h", "https://x/mcp").with_header("X-Api-Key", "s3cret");
+        ok.validate().unwrap();
+        assert!(!format!("{ok:?}").contains("s3cret"), "{ok:?}");
+        for (k, v) in [
+            ("Authorization", "Basic x"),
+            ("mcp-session-id", "s"),
+            ("Mcp-Param-Region", "x"),
+            ("Content-Type", "text/plain"),
+            ("Bad Name", "v"),
+            ("", "v"),
+            ("X-Ok", "a\r\nInjected: 1"),
+        ] {
+            let c = McpServerConfig::http("h", "https://x/mcp").with_header(k, v);
+            assert!(c.validate().is_err(), "{k:?}: {v:?} accepted");
+        }
+        let stdio = McpServerConfig::stdio("s", "cmd", ["a"]).with_header("X-A", "1");
+        assert!(stdio.validate().is_err());
+        // ${VAR} is resolved; a missing variable is an error naming it.
+        let c = McpServerConfig::http("h", "https://x/mcp")
+            .with_header("X-K", "${SKALD_NO_SUCH_VAR_9}");
+        let e = c.resolved_headers().unwrap_err().to_string();
+        assert!(
+            e.contains("X-K") && e.contains("SKALD_NO_SUCH_VAR_9"),
+            "{e}"
+        );
+        let round: McpServerConfig =
+            serde_json::from_str(&serde_json::to_string(&ok).unwrap()).unwrap();
+        assert_eq!(round, ok);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! The shapes differ a little: Claude Desktop and Cursor write
 //! `{"mcpServers": {NAME: {...}}}`, VS Code `{"servers": {NAME: {...}},
 //! "inputs": [...]}`; an entry runs a `command` (with `args`, `env`, `cwd`)
-//! or names a `url` (with `headers`, and a `type` of `http`,
+//! or names a `url` (with `headers`, an `Authorization: Bearer` one
+//! becoming the `api_key`, and a `type` of `http`,
 //! `streamable-http` or `sse`). Whatever cannot be carried over faithfully
 //! is not guessed at: the entry is skipped, with the reason, so the user
 //! knows what to add by hand.
@@ -137,19 +138,28 @@ fn entry_to_config(name: &str, entry: &Value) -> std::result::Result<McpServerCo
                 }
             };
             for (k, v) in string_map(e, "headers")? {
-                let bearer = v
-                    .strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "));
-                match bearer {
-                    Some(token) if k.eq_ignore_ascii_case("authorization") => {
-                        cfg.api_key = Some(substitute(token.trim())?);
+                if k.eq_ignore_ascii_case("authorization") {
+                    let bearer = v
+                        .strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("bearer "));
+                    match bearer {
+                        Some(token) => cfg.api_key = Some(substitute(token.trim())?),
+                        None => {
+                            return Err(format!(
+                                "header {k:?}: only a Bearer token is carried over (as api_key)"
+                            ))
+                        }
                     }
-                    _ => {
-                        return Err(format!(
-                            "header {k:?}: only \"Authorization: Bearer …\" is carried over"
-                        ))
-                    }
+                } else {
+                    cfg.headers.insert(k, substitute(&v)?);
                 }
+            }
+            // The headers the client sets itself, or bad names and values.
+            if let Err(e) = cfg.validate() {
+                return Err(match e {
+                    McpError::Config { message, .. } => message,
+                    other => other.to_string(),
+                });
             }
             cfg
         }
@@ -241,7 +251,7 @@ mod tests {
         let claude = r#"{"mcpServers": {
             "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
             "brave": {"command": "npx", "args": ["-y", "b"], "env": {"BRAVE_API_KEY": "${env:BRAVE}", "N": 3}},
-            "remote": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "remote": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer ${TOKEN}", "X-Api-Key": "${env:K}"}},
             "old": {"type": "sse", "url": "https://y/sse", "disabled": true}
         }}"#;
         let r = parse_mcp_servers_json(claude).unwrap();
@@ -253,6 +263,7 @@ mod tests {
         assert_eq!(by("brave").env["N"], "3");
         assert_eq!(by("remote").transport, McpTransport::Http);
         assert_eq!(by("remote").api_key.as_deref(), Some("${TOKEN}"));
+        assert_eq!(by("remote").headers["X-Api-Key"], "${K}");
         assert_eq!(by("old").transport, McpTransport::Sse);
         assert!(!by("old").enabled);
 
@@ -271,7 +282,8 @@ mod tests {
             "none": {"args": []},
             "bad name!": {"command": "a"},
             "input": {"command": "a", "env": {"K": "${input:key}"}},
-            "hdr": {"url": "http://x", "headers": {"X-Api-Key": "k"}},
+            "hdr": {"url": "http://x", "headers": {"Authorization": "Basic dTpw"}},
+            "reserved": {"url": "http://x", "headers": {"Mcp-Session-Id": "s"}},
             "argtype": {"command": "a", "args": [1]},
             "kind": {"type": "websocket", "url": "ws://x"},
             "envfile": {"command": "a", "envFile": ".env"},
@@ -279,11 +291,16 @@ mod tests {
         }}"#;
         let r = parse_mcp_servers_json(text).unwrap();
         assert!(r.servers.is_empty(), "{:?}", r.servers);
-        assert_eq!(r.skipped.len(), 9);
+        assert_eq!(r.skipped.len(), 10);
         let why = |n: &str| &r.skipped.iter().find(|s| s.name == n).unwrap().reason;
         assert!(why("both").contains("both"));
         assert!(why("input").contains("input:key"));
-        assert!(why("hdr").contains("X-Api-Key"));
+        assert!(why("hdr").contains("Bearer"), "{}", why("hdr"));
+        assert!(
+            why("reserved").contains("Mcp-Session-Id"),
+            "{}",
+            why("reserved")
+        );
         assert!(why("kind").contains("websocket"));
         assert!(why("bad name!").contains("valid server name"));
     }

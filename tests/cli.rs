@@ -710,7 +710,8 @@ fn import_reports_what_it_added_and_skipped() {
             "demo": {"type": "stdio", "command": "python3", "args": [repo_path("scripts/demo_mcp_server.py")]},
             "remote": {"type": "http", "url": "https://example.invalid/mcp",
                        "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}},
-            "custom": {"url": "https://example.invalid/mcp", "headers": {"X-Api-Key": "k"}},
+            "custom": {"url": "https://example.invalid/mcp", "headers": {"X-Api-Key": "${env:CUSTOM_KEY}"}},
+            "basic": {"url": "https://example.invalid/mcp", "headers": {"Authorization": "Basic dTpw"}},
             "prompted": {"command": "x", "env": {"KEY": "${input:key}"}}
         }})
         .to_string(),
@@ -720,24 +721,34 @@ fn import_reports_what_it_added_and_skipped() {
     let out = e.ok(&["import", &file_s]);
     assert!(out.contains("added    demo: stdio"), "{out}");
     assert!(out.contains("added    remote: http"), "{out}");
+    assert!(out.contains("added    custom: http"), "{out}");
     assert!(
-        out.contains("skipped  custom: header \"X-Api-Key\""),
+        out.contains("skipped  basic: header \"Authorization\""),
         "{out}"
     );
     assert!(
         out.contains("skipped  prompted:") && out.contains("input:key"),
         "{out}"
     );
-    assert!(out.contains("2 of 4 servers"), "{out}");
-    // The bearer token is kept as a reference to the variable, not a value.
+    assert!(out.contains("3 of 5 servers"), "{out}");
     let list: Value = serde_json::from_str(&e.ok(&["--json", "list"])).unwrap();
-    let names: Vec<&str> = list
+    let mut names: Vec<&str> = list
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|s| s["name"].as_str())
         .collect();
-    assert_eq!(names, ["demo", "remote"]);
+    names.sort_unstable();
+    assert_eq!(names, ["custom", "demo", "remote"]);
+    // The bearer token and the header are kept as references to the
+    // variables, not values (the database holds what the file said).
+    let store =
+        skald_mcp::Store::open(skald_mcp::StoreConfig::new(e.dir.join("mcp.db"), &e.dir)).unwrap();
+    let remote = store.get_server("remote").unwrap().unwrap();
+    assert_eq!(remote.api_key.as_deref(), Some("${REMOTE_TOKEN}"));
+    let custom = store.get_server("custom").unwrap().unwrap();
+    assert_eq!(custom.headers["X-Api-Key"], "${CUSTOM_KEY}");
+    store.close().unwrap();
     assert_eq!(
         e.ok(&["call", "demo", "echo", "--arg", "text=imported"]),
         "imported\n"

@@ -729,3 +729,39 @@ fn extension_tasks_are_polled_over_http_with_the_task_id_in_mcp_name() {
     assert!(server.posts_of("tasks/result").is_empty());
     c.close().unwrap();
 }
+
+/// `McpServerConfig::headers` go with every request of a Streamable HTTP
+/// connection (the handshake, calls, the GET stream, the closing DELETE),
+/// `${VAR}` resolved; their values count as secrets: a server that quotes
+/// them back in an error body gets them redacted.
+#[test]
+fn configured_headers_go_with_every_request() {
+    let server = Server::hostile(&[]);
+    std::env::set_var("SKALD_TEST_HEADER_SECRET", "hdr-secret-4711");
+    let cfg = McpServerConfig::http("hdr", server.url())
+        .with_header("X-Api-Key", "${SKALD_TEST_HEADER_SECRET}")
+        .with_header("X-Tenant", "acme");
+    let c = McpHttpServer::connect(&cfg, test_options()).expect("connects");
+    assert_eq!(
+        text(c.call_tool("echo", json!({"text": "ok"})).unwrap()),
+        "ok"
+    );
+    let e = c.call_tool("auth_echo", json!({})).unwrap_err().to_string();
+    assert!(e.contains("key=") && !e.contains("hdr-secret-4711"), "{e}");
+    c.close().unwrap();
+    let received = server.received();
+    assert!(!received.is_empty());
+    for r in &received {
+        assert_eq!(r["headers"]["x-api-key"], "hdr-secret-4711", "{r}");
+        assert_eq!(r["headers"]["x-tenant"], "acme", "{r}");
+    }
+    let verbs: std::collections::BTreeSet<&str> =
+        received.iter().filter_map(|r| r["verb"].as_str()).collect();
+    assert!(verbs.contains("POST"), "{verbs:?}");
+    // A reserved header is refused before anything is sent.
+    let bad = McpServerConfig::http("hdr2", server.url()).with_header("Mcp-Session-Id", "x");
+    assert!(matches!(
+        McpHttpServer::connect(&bad, test_options()),
+        Err(McpError::Config { .. })
+    ));
+}

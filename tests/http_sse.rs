@@ -543,3 +543,35 @@ fn no_fallback_attempt_on_a_streamable_http_server() {
         );
     }
 }
+
+/// `McpServerConfig::headers` go with the event stream's GET and with
+/// every POST of HTTP+SSE too, also through the CLI's `--header`.
+#[test]
+fn configured_headers_go_with_the_stream_and_the_posts() {
+    let server = bundled("normal");
+    let cfg = sse_config("sse-hdr", server.port).with_header("X-Api-Key", "k-123");
+    let c = McpSseServer::connect(&cfg, test_options()).unwrap();
+    let seen: Value =
+        serde_json::from_str(&text(c.call_tool("headers", json!({})).unwrap())).unwrap();
+    assert_eq!(seen["get"]["x-api-key"], "k-123", "{seen}");
+    assert_eq!(seen["post"]["x-api-key"], "k-123", "{seen}");
+    c.close().unwrap();
+    let url = format!("http://127.0.0.1:{}/sse", server.port);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_skald-mcp"))
+        .args([
+            "connect",
+            "call",
+            "headers",
+            "--url",
+            &url,
+            "--header",
+            "X-Api-Key: from-cli",
+            "--sse",
+        ])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let seen: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(seen["post"]["x-api-key"], "from-cli", "{seen}");
+}

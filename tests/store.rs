@@ -1128,3 +1128,19 @@ fn the_http_transport_found_is_kept_with_the_row() {
     );
     store.close().unwrap();
 }
+
+/// A server's request headers are stored with it (migration 0008), as
+/// given (`${VAR}` unresolved), and survive a reopen.
+#[test]
+fn request_headers_are_kept_with_the_server() {
+    let tmp = TempDir::new();
+    let store = Store::open(tmp.config()).unwrap();
+    let cfg = McpServerConfig::http("hosted", "https://example.invalid/mcp")
+        .with_header("X-Api-Key", "${HOSTED_KEY}")
+        .with_header("X-Tenant", "acme");
+    store.upsert_server(&cfg).unwrap();
+    store.close().unwrap();
+    let store = Store::open(tmp.config()).unwrap();
+    assert_eq!(store.get_server("hosted").unwrap(), Some(cfg));
+    store.close().unwrap();
+}

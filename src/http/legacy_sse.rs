@@ -59,6 +59,8 @@ struct Shared {
     agent: Agent,
     /// `Bearer <api_key>`, when configured.
     auth: Option<String>,
+    /// `McpServerConfig::headers`, resolved: sent with every request.
+    extra_headers: Vec<(String, String)>,
     /// The endpoint the server announced (absolute, same origin).
     endpoint: OnceLock<String>,
     /// Held while the stream is being opened, so one opening runs.
@@ -84,9 +86,11 @@ impl Shared {
         self.auth
             .as_deref()
             .and_then(|a| a.strip_prefix("Bearer "))
+            .into_iter()
+            .chain(self.extra_headers.iter().map(|(_, v)| v.as_str()))
             .filter(|k| !k.is_empty())
-            .map(|k| vec![k.to_owned()])
-            .unwrap_or_default()
+            .map(str::to_owned)
+            .collect()
     }
 
     fn http_err(&self, status: Option<u16>, message: String) -> McpError {
@@ -157,6 +161,9 @@ impl Shared {
             .get(&self.url)
             .header("Accept", "text/event-stream")
             .header("Cache-Control", "no-cache");
+        for (k, v) in &self.extra_headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
         if let Some(a) = &self.auth {
             rb = rb.header("Authorization", a.as_str());
         }
@@ -340,6 +347,9 @@ impl Shared {
             .config()
             .timeout_global(Some(left))
             .build();
+        for (k, v) in &self.extra_headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
         if let Some(a) = &self.auth {
             rb = rb.header("Authorization", a.as_str());
         }
@@ -551,6 +561,7 @@ impl McpSseServer {
         options.oauth = None;
         let url = config.url.clone().unwrap_or_default();
         let auth = bearer_header(config)?;
+        let extra_headers = config.resolved_headers()?;
         // No per-read timeout: the event stream may stay silent between
         // events for as long as the server likes.
         let agent = connection_agent(&options, None);
@@ -560,6 +571,7 @@ impl McpSseServer {
             url,
             agent,
             auth,
+            extra_headers,
             endpoint: OnceLock::new(),
             opening: Mutex::new(()),
             stream: Mutex::new(None),

@@ -145,6 +145,8 @@ struct Shared {
     agent: Agent,
     /// `Bearer <api_key>`, resolved.
     auth: Option<String>,
+    /// `McpServerConfig::headers`, resolved: sent with every request.
+    extra_headers: Vec<(String, String)>,
     /// OAuth, when configured: its token replaces `auth`.
     oauth: Option<Arc<crate::auth::OAuthClient>>,
     peer: OnceLock<Weak<Peer>>,
@@ -490,6 +492,7 @@ impl Shared {
                     .unwrap_or(a)
                     .to_owned()
             })
+            .chain(self.extra_headers.iter().map(|(_, v)| v.clone()))
             .filter(|k| !k.is_empty())
             .collect()
     }
@@ -586,6 +589,9 @@ impl Shared {
         initialize: bool,
         modern: Option<&[(String, String)]>,
     ) -> RequestBuilder<B> {
+        for (k, v) in &self.extra_headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
         if let Some(o) = &self.oauth {
             // A DPoP proof names the request's method and URL.
             let method = rb.method_ref().map_or("POST", |m| m.as_str()).to_owned();
@@ -1489,6 +1495,7 @@ impl McpHttpServer {
         let name = config.name.clone();
         let url = config.url.clone().unwrap_or_default();
         let auth = bearer_header(config)?;
+        let extra_headers = config.resolved_headers()?;
         let oauth = options
             .oauth
             .clone()
@@ -1513,6 +1520,7 @@ impl McpHttpServer {
             agent,
             oauth,
             auth,
+            extra_headers,
             peer: OnceLock::new(),
             session: Mutex::new(Session::default()),
             session_changed: bounded(1),

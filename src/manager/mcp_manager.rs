@@ -683,6 +683,7 @@ impl McpManager {
                     "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "stdio only: extra environment variables"},
                     "url": {"type": "string", "description": "http/sse only: base URL of the remote server"},
                     "api_key": {"type": "string", "description": "http/sse only: API key (sent as Authorization: Bearer <key>)"},
+                    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "http/sse only: extra request headers, e.g. {\"X-API-Key\": \"...\"}"},
                     "description": {"type": "string", "description": "Short description of what the server provides"},
                     "friendly_name": {"type": "string", "description": "Human-readable display name"}
                 }, "required": ["name", "transport"]}),

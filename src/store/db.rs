@@ -220,6 +220,7 @@ pub(crate) fn upsert_server(
     let ctx = "saving a server";
     let args = serde_json::to_string(&cfg.args).map_err(|e| store_err(ctx, e.to_string()))?;
     let env = serde_json::to_string(&cfg.env).map_err(|e| store_err(ctx, e.to_string()))?;
+    let headers = serde_json::to_string(&cfg.headers).map_err(|e| store_err(ctx, e.to_string()))?;
     let cwd = match &cfg.cwd {
         None => None,
         Some(p) => Some(p.to_str().ok_or_else(|| McpError::Config {
@@ -230,14 +231,14 @@ pub(crate) fn upsert_server(
     let now = format_utc_millis(now);
     conn.prepare_cached(
         "INSERT INTO mcp_servers (name, transport, command, args, env, cwd, url, api_key, \
-             description, friendly_name, enabled, created_at, updated_at, inherit_env) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13) \
+             description, friendly_name, enabled, created_at, updated_at, inherit_env, headers) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14) \
          ON CONFLICT (name) DO UPDATE SET transport = excluded.transport, \
              command = excluded.command, args = excluded.args, env = excluded.env, \
              cwd = excluded.cwd, url = excluded.url, api_key = excluded.api_key, \
              description = excluded.description, friendly_name = excluded.friendly_name, \
              enabled = excluded.enabled, updated_at = excluded.updated_at, \
-             inherit_env = excluded.inherit_env",
+             inherit_env = excluded.inherit_env, headers = excluded.headers",
     )
     .and_then(|mut st| {
         st.execute(params![
@@ -253,7 +254,8 @@ pub(crate) fn upsert_server(
             cfg.friendly_name,
             cfg.enabled,
             now,
-            cfg.inherit_env
+            cfg.inherit_env,
+            headers
         ])
     })
     .map_err(sql_err(ctx))?;
@@ -261,7 +263,7 @@ pub(crate) fn upsert_server(
 }
 
 const SERVER_COLUMNS: &str = "name, transport, command, args, env, cwd, url, api_key, \
-                              description, friendly_name, enabled, inherit_env";
+                              description, friendly_name, enabled, inherit_env, headers";
 
 type RawServer = (
     String,
@@ -276,6 +278,7 @@ type RawServer = (
     Option<String>,
     bool,
     bool,
+    String,
 );
 
 fn server_from_row(r: &Row<'_>) -> rusqlite::Result<RawServer> {
@@ -292,6 +295,7 @@ fn server_from_row(r: &Row<'_>) -> rusqlite::Result<RawServer> {
         r.get(9)?,
         r.get(10)?,
         r.get(11)?,
+        r.get(12)?,
     ))
 }
 
@@ -309,6 +313,7 @@ fn decode_server(raw: RawServer) -> Result<McpServerConfig> {
         friendly_name,
         enabled,
         inherit_env,
+        headers,
     ) = raw;
     let ctx = "reading servers";
     let transport = McpTransport::parse(&transport).ok_or_else(|| {
@@ -321,6 +326,8 @@ fn decode_server(raw: RawServer) -> Result<McpServerConfig> {
         .map_err(|e| store_err(ctx, format!("server {name:?}: invalid args JSON: {e}")))?;
     let env: BTreeMap<String, String> = serde_json::from_str(&env)
         .map_err(|e| store_err(ctx, format!("server {name:?}: invalid env JSON: {e}")))?;
+    let headers: BTreeMap<String, String> = serde_json::from_str(&headers)
+        .map_err(|e| store_err(ctx, format!("server {name:?}: invalid headers JSON: {e}")))?;
     Ok(McpServerConfig {
         name,
         transport,
@@ -331,6 +338,7 @@ fn decode_server(raw: RawServer) -> Result<McpServerConfig> {
         cwd: cwd.map(PathBuf::from),
         url,
         api_key,
+        headers,
         description,
         friendly_name,
         enabled,

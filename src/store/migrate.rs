@@ -56,6 +56,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0007_mcp_server_wire",
         sql: include_str!("../../migrations/0007_mcp_server_wire.sql"),
     },
+    Migration {
+        version: 8,
+        name: "0008_mcp_server_headers",
+        sql: include_str!("../../migrations/0008_mcp_server_headers.sql"),
+    },
 ];
 
 /// The schema version this build creates and understands.

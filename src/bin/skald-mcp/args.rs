@@ -24,6 +24,8 @@ pub enum Target {
         url: String,
         api_key: Option<String>,
         sse: bool,
+        /// `--header "Name: value"`, in order.
+        headers: Vec<(String, String)>,
     },
     /// An entry of an `mcpServers` JSON file (the only one, or `--server`).
     Config {
@@ -135,7 +137,7 @@ USAGE:
 Servers (stored in the database; default $SKALD_MCP_DB, else
 $XDG_DATA_HOME/skald-mcp/mcp.db or ~/.local/share/skald-mcp/mcp.db):
   add NAME [--env K=V]... [--inherit-env] [--description D] [--friendly-name F] [--disabled] -- COMMAND [ARGS...]
-  add NAME --url URL [--api-key KEY] [--description D] [--friendly-name F] [--disabled]
+  add NAME --url URL [--api-key KEY] [--header \"K: V\"]... [--sse] [--description D] [--friendly-name F] [--disabled]
   list [--check]                 servers; --check connects each and shows its status
   remove NAME
   enable NAME | disable NAME
@@ -156,7 +158,7 @@ Talking to a stored server:
 
 A direct connection, without the database:
   connect VERB [VERB ARGS] [--env K=V]... [--inherit-env] -- COMMAND [ARGS...]
-  connect VERB [VERB ARGS] --url URL [--api-key KEY] [--sse]
+  connect VERB [VERB ARGS] --url URL [--api-key KEY] [--header \"K: V\"]... [--sse]
   connect VERB [VERB ARGS] --config FILE [--server NAME] [--env K=V]...
      VERB is one of: tools, call TOOL [JSON] [--arg K=V]..., resources, read URI,
      prompts, prompt NAME [--arg K=V]..., ping, rpc METHOD [JSON]
@@ -328,6 +330,7 @@ const CONNECT_OPTIONS: &[&str] = &[
     "--",
     "--url",
     "--api-key",
+    "--header",
     "--sse",
     "--config",
     "--server",
@@ -460,9 +463,23 @@ fn parse_target(c: &mut Cursor) -> Result<Option<Target>, Usage> {
         Some("--url") => {
             c.next();
             let url = c.value("--url")?;
-            let (mut api_key, mut sse) = (None, false);
+            let (mut api_key, mut sse, mut headers) = (None, false, Vec::new());
             loop {
                 match c.peek() {
+                    Some("--header") => {
+                        c.next();
+                        let h = c.value("--header")?;
+                        match h.split_once(':') {
+                            Some((k, v)) if !k.trim().is_empty() => {
+                                headers.push((k.trim().to_owned(), v.trim().to_owned()))
+                            }
+                            _ => {
+                                return Err(Usage(format!(
+                                    "--header takes \"Name: value\", got {h:?}"
+                                )))
+                            }
+                        }
+                    }
                     Some("--api-key") => {
                         c.next();
                         api_key = Some(c.value("--api-key")?);
@@ -474,7 +491,12 @@ fn parse_target(c: &mut Cursor) -> Result<Option<Target>, Usage> {
                     _ => break,
                 }
             }
-            Ok(Some(Target::Url { url, api_key, sse }))
+            Ok(Some(Target::Url {
+                url,
+                api_key,
+                sse,
+                headers,
+            }))
         }
         _ => Ok(None),
     }

@@ -358,13 +358,19 @@ fn run(g: Global, cmd: Cmd) -> Res {
         } => {
             let mut cfg = match target {
                 Target::Command(c) => McpServerConfig::stdio(&name, &c[0], c[1..].to_vec()),
-                Target::Url { url, api_key, sse } => {
+                Target::Url {
+                    url,
+                    api_key,
+                    sse,
+                    headers,
+                } => {
                     let mut h = if sse {
                         McpServerConfig::sse(&name, url)
                     } else {
                         McpServerConfig::http(&name, url)
                     };
                     h.api_key = api_key;
+                    h.headers = headers.into_iter().collect();
                     h
                 }
                 Target::Config { .. } => return Err(Failure::Usage(
@@ -474,13 +480,19 @@ fn run(g: Global, cmd: Cmd) -> Res {
         } => {
             let mut cfg = match target {
                 Target::Command(c) => McpServerConfig::stdio("direct", &c[0], c[1..].to_vec()),
-                Target::Url { url, api_key, sse } => {
+                Target::Url {
+                    url,
+                    api_key,
+                    sse,
+                    headers,
+                } => {
                     let mut h = if sse {
                         McpServerConfig::sse("direct", url)
                     } else {
                         McpServerConfig::http("direct", url)
                     };
                     h.api_key = api_key;
+                    h.headers = headers.into_iter().collect();
                     h
                 }
                 Target::Config { file, server } => from_config_file(&file, server.as_deref())?,
