@@ -946,3 +946,69 @@ fn logs_into_a_closed_pipe_end_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
 }
+
+/// `--log-level LEVEL` asks the server for records of LEVEL and above —
+/// `logging/setLevel` in the legacy era, `_meta` on every request in the
+/// 2026-07-28 era — and shows only those.
+#[test]
+fn log_level_is_asked_for_in_either_era_and_shown() {
+    let e = Env::new();
+    let fastmcp = repo_path("tests/servers/fastmcp_server.py");
+    let o = e.run(&[
+        "--log-level",
+        "warning",
+        "connect",
+        "call",
+        "log",
+        "--arg",
+        "message=m",
+        "--",
+        "python3",
+        &fastmcp,
+    ]);
+    let err = stderr_of(&o);
+    assert!(
+        err.contains("warning: m") && !err.contains("info: m"),
+        "{err}"
+    );
+    let demo = repo_path("scripts/demo_mcp_server.py");
+    let received = |era: &str| -> Vec<Value> {
+        let out = e.ok(&[
+            "--log-level",
+            "error",
+            "connect",
+            "call",
+            "received",
+            "--env",
+            &format!("DEMO_ERA={era}"),
+            "--",
+            "python3",
+            &demo,
+        ]);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["messages"].as_array().unwrap().clone()
+    };
+    let legacy = received("legacy");
+    assert!(
+        legacy
+            .iter()
+            .any(|m| m["method"] == "logging/setLevel" && m["params"]["level"] == "error"),
+        "{legacy:?}"
+    );
+    let modern = received("modern");
+    let calls: Vec<&Value> = modern
+        .iter()
+        .filter(|m| m["method"] == "tools/list")
+        .collect();
+    assert!(!calls.is_empty());
+    for m in calls {
+        assert_eq!(
+            m["params"]["_meta"]["io.modelcontextprotocol/logLevel"], "error",
+            "{m}"
+        );
+    }
+    assert_eq!(
+        e.run(&["--log-level", "loud", "list"]).status.code(),
+        Some(2)
+    );
+}

@@ -601,13 +601,24 @@ fn close_sends_delete_and_stops_the_threads() {
         c.call_tool("echo", json!({"text": "x"})),
         Err(McpError::Disconnected { .. })
     ));
-    c.close().unwrap(); // idempotent
-                        // DELETE ended the server's streams, and close() waited for the
-                        // listening thread: no thread of this connection is left.
-    let left: Vec<String> = thread_names()
-        .into_iter()
-        .filter(|n| n.starts_with("mcp-h-close"))
-        .collect();
+    // Idempotent.
+    c.close().unwrap();
+    // DELETE ended the server's streams, and close() waited for the
+    // listening thread: no thread of this connection is left. (The kernel
+    // drops a joined thread from /proc/self/task a moment after its joiner
+    // is woken: a short bound, which a thread left running would outlast.)
+    let mut left: Vec<String>;
+    let deadline = Instant::now() + Duration::from_millis(500);
+    loop {
+        left = thread_names()
+            .into_iter()
+            .filter(|n| n.starts_with("mcp-h-close"))
+            .collect();
+        if left.is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     assert!(left.is_empty(), "threads left: {left:?}");
 }
 

@@ -126,13 +126,16 @@ pub struct Global {
     pub inherit_env: bool,
     /// No log records or progress on stderr.
     pub quiet: bool,
+    /// The least level of the log records asked for and shown.
+    pub log_level: Option<skald_mcp::LogLevel>,
 }
 
 pub const USAGE: &str = "\
 skald-mcp — a command-line MCP client
 
 USAGE:
-  skald-mcp [--db PATH] [--json] [-q] [--timeout SECS] [--media-dir DIR] [--inherit-env] COMMAND
+  skald-mcp [--db PATH] [--json] [-q] [--log-level LEVEL] [--timeout SECS] [--media-dir DIR]
+            [--inherit-env] COMMAND
 
 Servers (stored in the database; default $SKALD_MCP_DB, else
 $XDG_DATA_HOME/skald-mcp/mcp.db or ~/.local/share/skald-mcp/mcp.db):
@@ -169,6 +172,8 @@ text; a {\"result\": …} wrapper is unwrapped); media is saved under
 --arg values are typed from the tool's input schema (a string stays a
 string; numbers, booleans and JSON where the schema asks for them).
 The server's log records and progress go to stderr; -q silences them.
+--log-level LEVEL asks the server for records of LEVEL and above
+(logging/setLevel, or per request in the 2026-07-28 era) and shows only those.
 
 HTTP servers without --api-key may ask for OAuth: the authorization URL is
 printed and the browser's redirect comes back to a loopback port; tokens are
@@ -600,6 +605,16 @@ pub fn parse(args: Vec<String>) -> Result<(Global, Cmd), Usage> {
             Some("-q" | "--quiet") => {
                 c.next();
                 g.quiet = true;
+            }
+            Some("--log-level") => {
+                c.next();
+                let v = c.value("--log-level")?;
+                g.log_level = Some(skald_mcp::LogLevel::parse(&v).ok_or_else(|| {
+                    Usage(format!(
+                        "--log-level takes an MCP level (debug, info, notice, warning, error, \
+                         critical, alert, emergency), got {v:?}"
+                    ))
+                })?);
             }
             _ => break,
         }

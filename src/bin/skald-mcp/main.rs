@@ -222,6 +222,11 @@ fn options(g: &Global, store: Option<&Store>, logs: &LogPrinter) -> ClientOption
         .start_timeout(g.timeout.unwrap_or(CLI_START_TIMEOUT))
         .elicitation_handler(term::TerminalElicitation)
         .logs(logs.sender());
+    if let Some(level) = g.log_level {
+        // The modern era asks per request; `connect` below sends
+        // `logging/setLevel` to a legacy server.
+        o.log_level = Some(level);
+    }
     if let Some(t) = g.timeout {
         o = o.call_timeout(t);
     }
@@ -244,13 +249,16 @@ struct LogPrinter {
 }
 
 impl LogPrinter {
-    fn start(quiet: bool, store: Option<skald_mcp::McpLogTx>) -> LogPrinter {
+    fn start(g: &Global, store: Option<skald_mcp::McpLogTx>) -> LogPrinter {
+        let (quiet, least) = (g.quiet, g.log_level);
         let (tx, rx) = crossbeam_channel::unbounded::<skald_mcp::McpLogLine>();
         let (stop, stop_rx) = crossbeam_channel::bounded::<()>(1);
         let handle = move |l: skald_mcp::McpLogLine| {
             if !quiet {
                 if let skald_mcp::LogTag::Level(level) = l.tag {
-                    err!("[{}] {level}: {}", l.server, l.text);
+                    if least.is_none_or(|least| level >= least) {
+                        err!("[{}] {level}: {}", l.server, l.text);
+                    }
                 }
             }
             if let Some(s) = &store {
@@ -296,6 +304,7 @@ fn connect(
     cfg: &McpServerConfig,
     mut opts: ClientOptions,
     store: Option<&Store>,
+    log_level: Option<skald_mcp::LogLevel>,
 ) -> Res<Arc<dyn McpServerClient>> {
     if cfg.transport == McpTransport::Http && cfg.api_key.is_none() {
         // SKALD_MCP_OAUTH_HEADLESS=1: follow the authorization URL without a
@@ -324,6 +333,12 @@ fn connect(
         opts.wire_hint = s.server_wire(&cfg.name).ok().flatten();
     }
     let client = skald_mcp::connect(cfg, opts)?;
+    if let Some(level) = log_level {
+        // A server without the logging capability says so; the call goes on.
+        if let Err(e) = client.set_logging_level(level) {
+            ::log::info!("{}: logging/setLevel {level}: {e}", cfg.name);
+        }
+    }
     if let (Some(s), Ok(info)) = (store, client.initialize()) {
         let _ = s.set_server_era(&cfg.name, info.era, &info.protocol_version);
         if let (McpTransport::Http, Some(wire)) = (cfg.transport, client.transport()) {
@@ -408,7 +423,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
         Cmd::Import { file, replace } => import(&g, &file, replace),
         Cmd::OnServer { server, verb } => {
             let store = open_store(&g)?;
-            let logs = LogPrinter::start(g.quiet, Some(store.log_sender()));
+            let logs = LogPrinter::start(&g, Some(store.log_sender()));
             let names: Vec<String> = match server {
                 Some(s) => vec![s],
                 None => store
@@ -423,7 +438,12 @@ fn run(g: Global, cmd: Cmd) -> Res {
                 let cfg = store.get_server(name)?.ok_or_else(|| {
                     Failure::Usage(format!("no server named {name:?} (see `skald-mcp list`)"))
                 })?;
-                let client = match connect(&cfg, options(&g, Some(&store), &logs), Some(&store)) {
+                let client = match connect(
+                    &cfg,
+                    options(&g, Some(&store), &logs),
+                    Some(&store),
+                    g.log_level,
+                ) {
                     Ok(c) => c,
                     Err(e) => {
                         result = Err(e);
@@ -499,15 +519,19 @@ fn run(g: Global, cmd: Cmd) -> Res {
             };
             cfg.env.extend(env);
             cfg.inherit_env |= inherit_env;
-            let logs = LogPrinter::start(g.quiet, None);
+            let logs = LogPrinter::start(&g, None);
             let (ntx, nrx) = crossbeam_channel::unbounded();
-            let r = connect(&cfg, options(&g, None, &logs).notifications(ntx), None).and_then(
-                |client| {
-                    let r = run_verb(&g, &*client, &verb);
-                    let _ = client.close();
-                    r
-                },
-            );
+            let r = connect(
+                &cfg,
+                options(&g, None, &logs).notifications(ntx),
+                None,
+                g.log_level,
+            )
+            .and_then(|client| {
+                let r = run_verb(&g, &*client, &verb);
+                let _ = client.close();
+                r
+            });
             logs.finish();
             if !g.quiet {
                 for n in nrx.try_iter() {
@@ -530,7 +554,11 @@ fn list(g: &Global, check: bool) -> Res {
     let rows = store.list_servers()?;
     // A check's log records go to the log files only: the table is the
     // output.
-    let logs = LogPrinter::start(true, Some(store.log_sender()));
+    let quiet = Global {
+        quiet: true,
+        ..Global::default()
+    };
+    let logs = LogPrinter::start(&quiet, Some(store.log_sender()));
     let statuses: Vec<(String, String)> = if check {
         std::thread::scope(|s| {
             let handles: Vec<_> = rows
@@ -542,7 +570,7 @@ fn list(g: &Global, check: bool) -> Res {
                         if !c.enabled {
                             return ("disabled".to_owned(), String::new());
                         }
-                        match connect(c, opts, Some(store_ref)).and_then(|cl| {
+                        match connect(c, opts, Some(store_ref), None).and_then(|cl| {
                             let n = cl.list_tools_shared().map_err(Failure::from)?.len();
                             let info = cl.initialize().map_err(Failure::from)?;
                             let _ = cl.close();
