@@ -276,7 +276,7 @@ fn run(scenario: &str, url: &str, context: &Value, options: ClientOptions) -> Re
             let schema = tools
                 .iter()
                 .find(|t| t.name == "json_schema_2020_12_tool")
-                .map(|t| t.input_schema.clone())
+                .map(|t| t.input_schema_value())
                 .unwrap_or_else(|| json!({}));
             let r =
                 server.call_tool(tool(&tools, "json_schema_echo"), json!({"schema": schema}))?;

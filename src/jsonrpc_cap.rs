@@ -15,11 +15,40 @@ use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The member a cut `tools/list` result gets (`true`).
 pub(crate) const TOOLS_CUT: &str = "io.github.skald-mcp/toolsCut";
+
+/// The member a result gets (`true`) when its `tools` array is kept as the
+/// JSON text of its elements, joined by NULs into one `Value::String`,
+/// instead of parsed: a parsed definition costs about thirty times its
+/// text, a string per element another 72-byte `Value` and an allocation,
+/// and `tools/list` makes [`McpTool`](crate::McpTool)s that share the one
+/// text. (NUL cannot occur in JSON text outside a string, where it is
+/// escaped, so it separates.) [`restore_tools`] turns it back for every
+/// other reader.
+pub(crate) const TOOLS_RAW: &str = "io.github.skald-mcp/toolsRaw";
+
+/// The separator of the definitions in a [`TOOLS_RAW`] text.
+pub(crate) const TOOLS_SEPARATOR: char = '\0';
+
+/// Parses back a `tools` array kept as text ([`TOOLS_RAW`]), so that a
+/// caller of `request` sees the result the server sent.
+pub(crate) fn restore_tools(v: &mut Value) {
+    let Some(obj) = v.as_object_mut() else { return };
+    if obj.remove(TOOLS_RAW).is_none() {
+        return;
+    }
+    if let Some(Value::String(text)) = obj.get("tools") {
+        let items = text
+            .split(TOOLS_SEPARATOR)
+            .filter(|t| !t.is_empty())
+            .map(|t| serde_json::from_str(t).unwrap_or(Value::Null))
+            .collect();
+        obj.insert("tools".to_owned(), Value::Array(items));
+    }
+}
 
 #[derive(Clone, Copy)]
 struct Cap {
@@ -35,6 +64,8 @@ const NO_CAP: Cap = Cap {
 thread_local! {
     static TOOLS_CAP: Cell<Cap> = const { Cell::new(NO_CAP) };
     static CUT: Cell<bool> = const { Cell::new(false) };
+    /// Set when a `tools` array was read into joined texts.
+    static JOINED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f` (a decode) with `result.tools` capped at `items` elements and
@@ -50,30 +81,11 @@ pub(crate) fn with_cap<T>(items: usize, bytes: usize, f: impl FnOnce() -> T) -> 
     f()
 }
 
-/// About how many bytes of JSON text `v` is (a walk, no serialising):
-/// what a kept tool costs is measured in what the server spent on it.
-pub(crate) fn approx_len(v: &Value) -> usize {
-    match v {
-        Value::Null | Value::Bool(_) => 5,
-        Value::Number(_) => 8,
-        Value::String(s) => s.len() + 2,
-        Value::Array(a) => 2 + a.iter().map(|x| approx_len(x) + 1).sum::<usize>(),
-        Value::Object(m) => {
-            2 + m
-                .iter()
-                .map(|(k, x)| k.len() + 4 + approx_len(x))
-                .sum::<usize>()
-        }
-    }
-}
-
 /// `deserialize_with` of the envelope's `result`: present (even `null`) is
 /// `Some`, and a `tools` member that is an array keeps at most the cap.
 pub(crate) fn result<'de, D: de::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    // Also without a cap: the definitions are kept as text either way.
     let cap = TOOLS_CAP.with(Cell::get);
-    if cap.items == usize::MAX && cap.bytes == usize::MAX {
-        return Value::deserialize(d).map(Some);
-    }
     d.deserialize_any(Build { cap, top: true }).map(Some)
 }
 
@@ -126,19 +138,37 @@ impl<'de> Visitor<'de> for Build {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let cap = if self.top { NO_CAP } else { self.cap };
-        let mut out = Vec::new();
+        if self.top {
+            // The result itself is an array: not a tool list.
+            let mut out = Vec::new();
+            while let Some(v) = seq.next_element::<Value>()? {
+                out.push(v);
+            }
+            return Ok(Value::Array(out));
+        }
+        let cap = self.cap;
+        JOINED.with(|j| j.set(true));
+        // The definitions' texts, joined (see TOOLS_RAW).
+        let mut out = String::new();
+        let mut n = 0usize;
         let mut bytes = 0usize;
-        while out.len() < cap.items {
-            match seq.next_element::<Value>()? {
-                Some(v) => {
-                    bytes = bytes.saturating_add(approx_len(&v));
+        while n < cap.items {
+            match seq.next_element::<Box<serde_json::value::RawValue>>()? {
+                Some(raw) => {
+                    bytes = bytes.saturating_add(raw.get().len());
                     if bytes > cap.bytes {
                         break;
                     }
-                    out.push(v)
+                    if n > 0 {
+                        out.push(TOOLS_SEPARATOR);
+                    }
+                    out.push_str(raw.get());
+                    n += 1;
                 }
-                None => return Ok(Value::Array(out)),
+                None => {
+                    out.shrink_to_fit();
+                    return Ok(Value::String(out));
+                }
             }
         }
         // Past the cap: read on (the frame must still be valid JSON), keep
@@ -150,7 +180,8 @@ impl<'de> Visitor<'de> for Build {
         if more || bytes > cap.bytes {
             CUT.with(|c| c.set(true));
         }
-        Ok(Value::Array(out))
+        out.shrink_to_fit();
+        Ok(Value::String(out))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
@@ -158,12 +189,18 @@ impl<'de> Visitor<'de> for Build {
         while let Some(key) = map.next_key::<String>()? {
             let v = if self.top && key == "tools" {
                 CUT.with(|c| c.set(false));
+                JOINED.with(|j| j.set(false));
                 let v = map.next_value_seed(Build {
                     cap: self.cap,
                     top: false,
                 })?;
                 if CUT.with(|c| c.replace(false)) {
                     out.insert(TOOLS_CUT.to_owned(), Value::Bool(true));
+                }
+                // A string here is the joined texts only when the array
+                // was read (a server's own `"tools": "x"` stays a string).
+                if JOINED.with(|j| j.replace(false)) {
+                    out.insert(TOOLS_RAW.to_owned(), Value::Bool(true));
                 }
                 v
             } else {
@@ -178,6 +215,7 @@ impl<'de> Visitor<'de> for Build {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
     use serde_json::json;
 
     #[derive(Deserialize)]
@@ -186,10 +224,33 @@ mod tests {
         result: Option<Value>,
     }
 
+    /// The result as a `request` caller sees it (the tool texts parsed back).
     fn decode(text: &str, cap: usize) -> Value {
-        with_cap(cap, usize::MAX, || {
+        let mut v = with_cap(cap, usize::MAX, || {
             serde_json::from_str::<Env>(text).unwrap().result.unwrap()
-        })
+        });
+        restore_tools(&mut v);
+        v
+    }
+
+    #[test]
+    fn tool_definitions_are_kept_as_their_text() {
+        let text =
+            r#"{"result":{"tools":[{"name": "a", "inputSchema": {"type":"object"}}, "odd"]}}"#;
+        let v = serde_json::from_str::<Env>(text).unwrap().result.unwrap();
+        assert_eq!(v[TOOLS_RAW], true);
+        // One string: the elements' texts as the server wrote them,
+        // separated by NULs.
+        assert_eq!(
+            v["tools"],
+            json!("{\"name\": \"a\", \"inputSchema\": {\"type\":\"object\"}}\u{0}\"odd\"")
+        );
+        let mut restored = v.clone();
+        restore_tools(&mut restored);
+        assert_eq!(
+            restored,
+            json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}, "odd"]})
+        );
     }
 
     #[test]
@@ -201,9 +262,10 @@ mod tests {
         );
         assert!(decode(text, 3).get(TOOLS_CUT).is_none(), "nothing was cut");
         // The size cap: about 14 bytes each, 30 allowed.
-        let by_size = with_cap(usize::MAX, 30, || {
+        let mut by_size = with_cap(usize::MAX, 30, || {
             serde_json::from_str::<Env>(text).unwrap().result.unwrap()
         });
+        restore_tools(&mut by_size);
         assert_eq!(by_size["tools"].as_array().unwrap().len(), 2);
         assert_eq!(by_size[TOOLS_CUT], true);
         assert_eq!(
@@ -226,9 +288,5 @@ mod tests {
         assert_eq!(TOOLS_CAP.with(Cell::get).items, usize::MAX);
         let bad = r#"{"result":{"tools":[1,2,}]}}"#;
         assert!(with_cap(1, usize::MAX, || serde_json::from_str::<Env>(bad)).is_err());
-        assert_eq!(
-            approx_len(&json!({"name":"a"})),
-            r#"{"name":"a"}"#.len() + 1
-        );
     }
 }

@@ -121,9 +121,9 @@ pub const MAX_TOOLS: usize = 10_000;
 
 /// Most JSON text (about, in bytes) the kept tools of one server's list may
 /// amount to, all pages together; past it the list is cut as at
-/// [`MAX_TOOLS`]. Parsed, a definition costs some fifteen to twenty-five
-/// times its text, so this bounds what a list of few but huge definitions
-/// holds (a 55 MB page of them would otherwise take gigabytes).
+/// [`MAX_TOOLS`]. A kept definition is held as its text (a few times its
+/// size with the parsed name, description and annotations beside it), so
+/// this bounds what a list of few but huge definitions holds.
 /// [`ClientOptions::max_tool_list_bytes`](crate::ClientOptions::max_tool_list_bytes)
 /// changes it.
 pub const MAX_TOOL_LIST_BYTES: usize = 8 * 1024 * 1024;

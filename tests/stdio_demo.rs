@@ -78,7 +78,7 @@ fn lists_every_page() {
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
     assert_eq!(add.task_support, TaskSupport::Forbidden);
-    assert_eq!(add.input_schema["type"], "object");
+    assert_eq!(add.input_schema_value()["type"], "object");
     // 21 tools, 4 a page: six tools/list requests, five with a cursor.
     let msgs = received(&s);
     let lists: Vec<_> = msgs

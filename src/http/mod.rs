@@ -681,11 +681,15 @@ impl Shared {
                     .then(|| peer.cached_tools())
                     .flatten();
                 let name = msg.pointer("/params/name").and_then(Value::as_str);
+                // The schema is kept as text: parsed only when it declares
+                // headers to mirror.
                 let schema = tools
                     .as_deref()
                     .and_then(|t| t.iter().find(|t| Some(t.name.as_str()) == name))
-                    .map(|t| &t.input_schema);
-                match headers::request_headers(msg, method, schema) {
+                    .map(|t| t.input_schema_json())
+                    .filter(|s| crate::model::declares_headers(s))
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok());
+                match headers::request_headers(msg, method, schema.as_ref()) {
                     Ok(h) => Some(h),
                     Err(message) => {
                         return Err(SendFailure::Error(McpError::InvalidInput {

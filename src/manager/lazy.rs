@@ -40,7 +40,7 @@ pub fn openai_tool_definition(server: &str, tool: &McpTool) -> Value {
     let mut function = json!({
         "name": mcp_tool_name(server, &tool.name),
         "description": description,
-        "parameters": tool.input_schema,
+        "parameters": tool.input_schema_value(),
     });
     let a = &tool.annotations;
     if !a.is_empty() {

@@ -36,6 +36,18 @@ where
     })
 }
 
+/// The member's JSON text if it is an object (a schema), else `None`: kept
+/// as text, a schema costs its bytes, not a tree of maps.
+pub(crate) fn object_raw<'de: 'a, 'a, D>(
+    d: D,
+) -> Result<Option<&'a serde_json::value::RawValue>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let raw = <&serde_json::value::RawValue>::deserialize(d)?;
+    Ok(Some(raw).filter(|r| r.get().trim_start().starts_with('{')))
+}
+
 /// The member if it is a JSON object (a schema), else `None`.
 pub(crate) fn object<'de, D>(d: D) -> Result<Option<Value>, D::Error>
 where

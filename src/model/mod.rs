@@ -31,7 +31,7 @@ pub(crate) use subscriptions::Acknowledged;
 pub use subscriptions::ListenFilter;
 pub(crate) use task::DetailedTask;
 pub use task::{CreateTaskResult, TaskStatus};
-pub(crate) use tool_headers::{annotations, validate_tool};
+pub(crate) use tool_headers::{annotations, declares_headers, validate_tool};
 
 /// The wire shapes the public types of the crate's other modules
 /// ([`McpTool`](crate::McpTool), [`Resource`](crate::Resource),

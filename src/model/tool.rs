@@ -3,20 +3,21 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::lenient::{lenient, object};
+use super::lenient::{lenient, object, object_raw};
 
 /// One element of `tools/list`'s `tools`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Tool {
+pub(crate) struct Tool<'a> {
     #[serde(default, deserialize_with = "lenient")]
     pub(crate) name: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     pub(crate) title: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     pub(crate) description: Option<String>,
-    #[serde(default, deserialize_with = "object")]
-    pub(crate) input_schema: Option<Value>,
+    /// Borrowed from the definition's text: its place there is kept.
+    #[serde(default, borrow, deserialize_with = "object_raw")]
+    pub(crate) input_schema: Option<&'a serde_json::value::RawValue>,
     #[serde(default, deserialize_with = "object")]
     pub(crate) output_schema: Option<Value>,
     #[serde(default, deserialize_with = "lenient")]

@@ -9,6 +9,14 @@ use serde_json::Value;
 /// The schema keyword that designates a mirrored parameter.
 const X_MCP_HEADER: &str = "x-mcp-header";
 
+/// Whether a schema's text may declare `x-mcp-header`s: a substring test,
+/// so that the schemas of the many tools that declare none (kept as text)
+/// are not parsed on every call. A text with a `\u` escape is parsed
+/// whatever it says (the key could be spelled with escapes).
+pub(crate) fn declares_headers(schema_text: &str) -> bool {
+    schema_text.contains(X_MCP_HEADER) || schema_text.contains("\\u")
+}
+
 /// Checks a tool's `x-mcp-header` declarations; Err says what is wrong.
 /// A tool that fails this is left out of `tools/list` over HTTP.
 pub(crate) fn validate_tool(input_schema: &Value) -> Result<(), String> {

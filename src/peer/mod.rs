@@ -450,6 +450,20 @@ impl Peer {
         params: Option<Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
+        let mut v = self.request_keeping_tool_text(method, params, opts)?;
+        crate::jsonrpc_cap::restore_tools(&mut v);
+        Ok(v)
+    }
+
+    /// [`Peer::request`] whose result's `tools` elements may still be their
+    /// JSON text (`jsonrpc_cap::TOOLS_RAW`): for `tools/list`, which makes
+    /// tools of the text without parsing it into trees.
+    pub(crate) fn request_keeping_tool_text(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: &CallOptions,
+    ) -> Result<Value> {
         let mut negotiated = self.init.read().clone();
         if negotiated.is_none() && method != "initialize" && method != "ping" {
             self.initialize()?;

@@ -20,7 +20,11 @@ impl Peer {
     /// line, and no further page asked for.
     pub(crate) fn refresh_tools(&self) -> Result<Arc<Vec<McpTool>>> {
         let mut tools: Vec<McpTool> = Vec::new();
-        let mut names = HashSet::new();
+        // Names seen, by hash, with the index of the tool that has it: a set
+        // of the names themselves would hold a copy of each (a tenth of
+        // what a small tool costs).
+        let mut names: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        let name_hash = std::collections::hash_map::RandomState::new();
         let mut seen_cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut complete = false;
@@ -31,19 +35,37 @@ impl Peer {
         let mirrors = self.out.mirrors_headers() && self.initialize()?.era == Era::Modern;
         for _ in 0..self.opts.max_tool_pages.max(1) {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let mut r = self.request("tools/list", params, &CallOptions::default())?;
+            let mut r =
+                self.request_keeping_tool_text("tools/list", params, &CallOptions::default())?;
             let next = r
                 .get("nextCursor")
                 .and_then(Value::as_str)
                 .filter(|c| !c.is_empty())
                 .map(str::to_owned);
-            // The decoder cut this page already (`jsonrpc_cap`).
+            // The decoder cut this page already (`jsonrpc_cap`), and kept
+            // its definitions as text.
             cut |= r
                 .as_object_mut()
                 .and_then(|o| o.remove(crate::jsonrpc_cap::TOOLS_CUT))
                 .is_some();
+            let joined = r
+                .as_object_mut()
+                .and_then(|o| o.remove(crate::jsonrpc_cap::TOOLS_RAW))
+                .is_some();
+            let sep = crate::jsonrpc_cap::TOOLS_SEPARATOR;
             let page = match r.get_mut("tools").map(Value::take) {
-                Some(Value::Array(a)) => a,
+                Some(Value::String(text)) if joined => text,
+                // Parsed (not through the decoder): joined here.
+                Some(Value::Array(a)) => {
+                    let mut text = String::new();
+                    for (i, t) in a.iter().enumerate() {
+                        if i > 0 {
+                            text.push(sep);
+                        }
+                        text.push_str(&t.to_string());
+                    }
+                    text
+                }
                 _ => {
                     return Err(McpError::Protocol {
                         server: self.name.clone(),
@@ -53,17 +75,32 @@ impl Peer {
                 }
             };
             drop(r);
-            let mut page = page.into_iter();
-            for t in page.by_ref() {
-                bytes = bytes.saturating_add(crate::jsonrpc_cap::approx_len(&t));
+            // The page's tools share its text (`McpTool::from_text`).
+            let page = Arc::new(page);
+            let mut start = 0usize;
+            for def in page.split(sep) {
+                let range = start..start + def.len();
+                start = range.end + sep.len_utf8();
+                if def.is_empty() {
+                    continue;
+                }
+                bytes = bytes.saturating_add(def.len());
                 if tools.len() >= max_tools || bytes > max_bytes {
                     cut = true;
                     break;
                 }
-                match McpTool::from_value(t) {
+                match McpTool::from_text(&page, range) {
                     Ok(tool) => {
                         if mirrors {
-                            if let Err(why) = crate::model::validate_tool(&tool.input_schema) {
+                            let schema = tool.input_schema_json();
+                            let checked = if crate::model::declares_headers(schema) {
+                                serde_json::from_str::<Value>(schema)
+                                    .map_err(|e| e.to_string())
+                                    .and_then(|s| crate::model::validate_tool(&s))
+                            } else {
+                                Ok(())
+                            };
+                            if let Err(why) = checked {
                                 // 2026-07-28 over HTTP: a tool whose header
                                 // declarations are invalid is left out.
                                 ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);
@@ -71,14 +108,24 @@ impl Peer {
                                 continue;
                             }
                         }
-                        if names.insert(tool.name.clone()) {
+                        use std::hash::BuildHasher as _;
+                        let h = name_hash.hash_one(&tool.name);
+                        let duplicate = match names.get(&h) {
+                            None => false,
+                            Some(&i) if tools[i as usize].name == tool.name => true,
+                            // Two names with one hash: look the long way.
+                            Some(_) => tools.iter().any(|t| t.name == tool.name),
+                        };
+                        if !duplicate {
+                            names.entry(h).or_insert(tools.len() as u32);
                             tools.push(tool);
                         } else {
                             ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
                         }
                     }
-                    Err((m, t)) => {
-                        ::log::warn!(target: "mcp_client", "[{}] skipping tool: {m}: {}", self.name, excerpt(&t))
+                    Err(m) => {
+                        let shown: String = def.chars().take(200).collect();
+                        ::log::warn!(target: "mcp_client", "[{}] skipping tool: {m}: {shown}", self.name)
                     }
                 }
             }

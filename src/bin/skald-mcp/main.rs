@@ -697,7 +697,15 @@ fn run_verb(g: &Global, c: &dyn McpServerClient, verb: &Verb) -> Res {
             if g.json {
                 out!(
                     "{}",
-                    Value::Array(tools.iter().map(|t| t.raw.clone()).collect())
+                    // The definitions as the server wrote them.
+                    format_args!(
+                        "[{}]",
+                        tools
+                            .iter()
+                            .map(|t| t.raw_json())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
                 );
                 return Ok(());
             }
@@ -967,7 +975,8 @@ fn call(
         .as_deref()
         .and_then(|t| t.iter().find(|t| t.name == tool));
     let mut arguments = arguments.as_object().cloned().unwrap_or_default();
-    args::type_args(found.map(|t| &t.input_schema), raw_args, &mut arguments)?;
+    let schema = found.map(|t| t.input_schema_value());
+    args::type_args(schema.as_ref(), raw_args, &mut arguments)?;
     let tty = term::stderr_is_tty();
     let mut opts = CallOptions::new();
     if tty && !g.quiet {
@@ -986,7 +995,7 @@ fn call(
     }
     match outcome {
         Ok(r) => {
-            print_result(g, r, found.and_then(|t| t.output_schema.as_ref()))?;
+            print_result(g, r, found.and_then(|t| t.output_schema.as_deref()))?;
             Ok(())
         }
         Err(McpError::Tool {
