@@ -349,6 +349,22 @@ fn parse_call_args(
     c: &mut Cursor,
     g: &mut Global,
 ) -> Result<(serde_json::Value, Vec<(String, String)>), Usage> {
+    parse_args(c, g, true)
+}
+
+/// `--arg K=V` pairs only (prompt arguments are strings).
+fn parse_string_args(c: &mut Cursor, g: &mut Global) -> Result<Vec<(String, String)>, Usage> {
+    parse_args(c, g, false).map(|(_, raw)| raw)
+}
+
+/// The arguments of `call` (`json_allowed`: one JSON object may be given
+/// whole beside `--arg` pairs) and of `prompt` (pairs only), with the
+/// output options that may stand among them.
+fn parse_args(
+    c: &mut Cursor,
+    g: &mut Global,
+    json_allowed: bool,
+) -> Result<(serde_json::Value, Vec<(String, String)>), Usage> {
     let mut args = serde_json::Map::new();
     let mut raw = Vec::new();
     let mut json_given = false;
@@ -367,12 +383,11 @@ fn parse_call_args(
                 c.next();
                 g.quiet = true;
             }
-            s if s.starts_with("--") => return Err(Usage(format!("unknown option {s}"))),
-            s => {
+            s if json_allowed && s.starts_with("--") => {
+                return Err(Usage(format!("unknown option {s}")))
+            }
+            s if json_allowed && !json_given => {
                 c.next();
-                if json_given {
-                    return Err(Usage(format!("unexpected argument {s:?}")));
-                }
                 json_given = true;
                 match serde_json::from_str::<serde_json::Value>(s) {
                     Ok(serde_json::Value::Object(m)) => args.extend(m),
@@ -382,33 +397,10 @@ fn parse_call_args(
                     }
                 }
             }
-        }
-    }
-    Ok((serde_json::Value::Object(args), raw))
-}
-
-/// `--arg K=V` pairs only (prompt arguments are strings).
-fn parse_string_args(c: &mut Cursor, g: &mut Global) -> Result<Vec<(String, String)>, Usage> {
-    let mut raw = Vec::new();
-    while let Some(a) = c.peek().map(str::to_owned) {
-        match a.as_str() {
-            s if CONNECT_OPTIONS.contains(&s) => break,
-            "--arg" => {
-                c.next();
-                raw.push(parse_kv(&c.value("--arg")?, "--arg")?);
-            }
-            "--json" => {
-                c.next();
-                g.json = true;
-            }
-            "-q" | "--quiet" => {
-                c.next();
-                g.quiet = true;
-            }
             other => return Err(Usage(format!("unexpected argument {other:?}"))),
         }
     }
-    Ok(raw)
+    Ok((serde_json::Value::Object(args), raw))
 }
 
 /// `rpc METHOD [JSON]`: the params, when given, must be a JSON object.

@@ -371,28 +371,13 @@ fn run(g: Global, cmd: Cmd) -> Res {
             friendly_name,
             disabled,
         } => {
-            let mut cfg = match target {
-                Target::Command(c) => McpServerConfig::stdio(&name, &c[0], c[1..].to_vec()),
-                Target::Url {
-                    url,
-                    api_key,
-                    sse,
-                    headers,
-                } => {
-                    let mut h = if sse {
-                        McpServerConfig::sse(&name, url)
-                    } else {
-                        McpServerConfig::http(&name, url)
-                    };
-                    h.api_key = api_key;
-                    h.headers = headers.into_iter().collect();
-                    h
-                }
-                Target::Config { .. } => return Err(Failure::Usage(
+            if let Target::Config { .. } = target {
+                return Err(Failure::Usage(
                     "add takes `-- COMMAND` or `--url URL`; use `import FILE` for a config file"
                         .into(),
-                )),
-            };
+                ));
+            }
+            let mut cfg = config_of_target(&name, target)?;
             cfg.env = env.into_iter().collect();
             cfg.inherit_env = inherit_env;
             cfg.description = description;
@@ -498,25 +483,7 @@ fn run(g: Global, cmd: Cmd) -> Res {
             env,
             inherit_env,
         } => {
-            let mut cfg = match target {
-                Target::Command(c) => McpServerConfig::stdio("direct", &c[0], c[1..].to_vec()),
-                Target::Url {
-                    url,
-                    api_key,
-                    sse,
-                    headers,
-                } => {
-                    let mut h = if sse {
-                        McpServerConfig::sse("direct", url)
-                    } else {
-                        McpServerConfig::http("direct", url)
-                    };
-                    h.api_key = api_key;
-                    h.headers = headers.into_iter().collect();
-                    h
-                }
-                Target::Config { file, server } => from_config_file(&file, server.as_deref())?,
-            };
+            let mut cfg = config_of_target("direct", target)?;
             cfg.env.extend(env);
             cfg.inherit_env |= inherit_env;
             let logs = LogPrinter::start(&g, None);
@@ -1182,6 +1149,30 @@ fn read_config_file(file: &str) -> Res<skald_mcp::ImportedServers> {
 }
 
 /// `connect --config FILE [--server NAME]`: the named entry, or the only one.
+/// The configuration a target names: a `-- COMMAND` or `--url URL` gets
+/// `name`; a `--config FILE` entry keeps its own name from the file.
+fn config_of_target(name: &str, target: Target) -> Res<McpServerConfig> {
+    Ok(match target {
+        Target::Command(c) => McpServerConfig::stdio(name, &c[0], c[1..].to_vec()),
+        Target::Url {
+            url,
+            api_key,
+            sse,
+            headers,
+        } => {
+            let mut h = if sse {
+                McpServerConfig::sse(name, url)
+            } else {
+                McpServerConfig::http(name, url)
+            };
+            h.api_key = api_key;
+            h.headers = headers.into_iter().collect();
+            h
+        }
+        Target::Config { file, server } => from_config_file(&file, server.as_deref())?,
+    })
+}
+
 fn from_config_file(file: &str, server: Option<&str>) -> Res<McpServerConfig> {
     let found = read_config_file(file)?;
     let names = || {
