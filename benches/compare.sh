@@ -63,7 +63,7 @@ command -v taskset >/dev/null && PIN_OK=1
 TPUT_ROUNDS_SET=${TPUT_ROUNDS:+1}
 TPUT_ROUNDS=${TPUT_ROUNDS:-$ROUNDS}
 [[ -n "${QUICK:-}" ]] && TPUT_ROUNDS=1
-for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k modern; do
+for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k; do
   n=$ROUNDS
   [[ $scenario == tput ]] && n=$TPUT_ROUNDS
   for r in $(seq 1 "$n"); do
@@ -82,19 +82,6 @@ for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k 
       done
       continue
     fi
-    if [[ $scenario == modern ]]; then
-      # The 2026-07-28 era: sequential 128 B over stdio and HTTP, lines
-      # @<client>-modern; a peer that cannot speak it prints nothing.
-      target/release/examples/bench_client --server "$SERVER" --era modern --only seq,http --sizes 128 "${ARGS[@]}" >> "$RAW/ours.txt"
-      benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --era modern --only seq,http "${ARGS[@]}" >> "$RAW/rmcp.txt" 2>/dev/null || true
-      if [[ -n "$PY_OK" ]]; then
-        python3 benches/peers/python_client.py --server "$SERVER" --era modern --only seq,http "${ARGS[@]}" >> "$RAW/python.txt" 2>/dev/null || true
-      fi
-      if [[ -n "$TS_OK" ]]; then
-        node benches/peers/ts/ts_client.mjs --server "$SERVER" --era modern --only seq,http "${ARGS[@]}" >> "$RAW/ts.txt" 2>/dev/null || true
-      fi
-      continue
-    fi
     extra=()
     [[ $scenario == seq || $scenario == http ]] && extra=(--floor-variants)
     target/release/examples/bench_client --server "$SERVER" --only "$scenario" "${extra[@]}" "${ARGS[@]}" >> "$RAW/ours.txt"
@@ -105,6 +92,19 @@ for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k 
     fi
     if [[ -n "$TS_OK" ]]; then
       node benches/peers/ts/ts_client.mjs --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/ts.txt"
+    fi
+    if [[ $scenario == seq || $scenario == http ]]; then
+      # The 2026-07-28 era in the same rotation as the legacy one (a pass
+      # of its own at the end of the run met another load): 128 B calls,
+      # lines @<client>-modern; a peer that cannot speak it prints nothing.
+      target/release/examples/bench_client --server "$SERVER" --era modern --only "$scenario" --sizes 128 "${ARGS[@]}" >> "$RAW/ours.txt"
+      benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt" 2>/dev/null || true
+      if [[ -n "$PY_OK" ]]; then
+        python3 benches/peers/python_client.py --server "$SERVER" --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/python.txt" 2>/dev/null || true
+      fi
+      if [[ -n "$TS_OK" ]]; then
+        node benches/peers/ts/ts_client.mjs --server "$SERVER" --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/ts.txt" 2>/dev/null || true
+      fi
     fi
   done
   uptime >> "$RAW/uptime-rounds"
