@@ -1148,7 +1148,6 @@ fn read_config_file(file: &str) -> Res<skald_mcp::ImportedServers> {
     })
 }
 
-/// `connect --config FILE [--server NAME]`: the named entry, or the only one.
 /// The configuration a target names: a `-- COMMAND` or `--url URL` gets
 /// `name`; a `--config FILE` entry keeps its own name from the file.
 fn config_of_target(name: &str, target: Target) -> Res<McpServerConfig> {
@@ -1173,6 +1172,7 @@ fn config_of_target(name: &str, target: Target) -> Res<McpServerConfig> {
     })
 }
 
+/// `connect --config FILE [--server NAME]`: the named entry, or the only one.
 fn from_config_file(file: &str, server: Option<&str>) -> Res<McpServerConfig> {
     let found = read_config_file(file)?;
     let names = || {
