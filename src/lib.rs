@@ -21,7 +21,7 @@
 //!
 //! * [`connect`] — a connection to a configured server ([`McpServerConfig`]),
 //!   whatever its transport: a [`McpServer`] (a child process over stdio,
-//!   three named I/O threads) or a [`McpHttpServer`] (Streamable HTTP), both
+//!   one named I/O thread) or a [`McpHttpServer`] (Streamable HTTP), both
 //!   behind the [`McpServerClient`] trait.
 //! * [`ClientOptions`] — timeouts, bounds, handlers ([`ElicitationHandler`],
 //!   [`SamplingHandler`], [`RootsProvider`]) and where notifications and log

@@ -399,3 +399,56 @@ fn a_start_failure_quotes_the_servers_last_stderr_lines() {
     assert!(text.contains("rejected key <redacted>"), "{text}");
     assert!(!text.contains(secret), "the env value leaked: {text}");
 }
+
+/// Requests larger than the stdin pipe (64 KiB) are written partly by the
+/// caller and the rest by the I/O thread from the outbox, while other
+/// callers queue behind them: every byte must arrive, in order, whole.
+#[test]
+fn requests_larger_than_the_pipe_arrive_whole_and_in_order() {
+    let s = std::sync::Arc::new(demo(test_options()));
+    let hs: Vec<_> = (0..4u8)
+        .map(|i| {
+            let s = std::sync::Arc::clone(&s);
+            std::thread::spawn(move || {
+                for round in 0..3u8 {
+                    // Distinct content per thread and round, so a message
+                    // spliced into another would not echo back equal.
+                    let text: String = (0..(700 * 1024 + usize::from(i) * 997))
+                        .map(|k| {
+                            char::from(
+                                b'a' + ((k + usize::from(i) * 7 + usize::from(round)) % 26) as u8,
+                            )
+                        })
+                        .collect();
+                    let got = common::text(s.call_tool("echo", json!({ "text": text })).unwrap());
+                    assert!(got == text, "thread {i} round {round}: echo differs");
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    // The connection is still usable for small calls afterwards.
+    assert_eq!(
+        common::text(s.call_tool("echo", json!({"text": "after"})).unwrap()),
+        "after"
+    );
+}
+
+/// `close()` with requests still in the outbox (the server stopped
+/// reading) returns within its bound and kills the server.
+#[test]
+fn close_with_a_full_outbox_is_bounded() {
+    let mut opts = test_options().call_timeout(Duration::from_millis(300));
+    opts.shutdown_grace = Duration::from_millis(200);
+    let s = hostile("no_read", opts).unwrap();
+    let big = "x".repeat(512 * 1024);
+    // Fills the pipe and leaves the rest in the outbox.
+    let _ = s.call_tool("echo", json!({ "text": big }));
+    let pid = s.pid();
+    let t = Instant::now();
+    s.close().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(!alive(pid));
+}

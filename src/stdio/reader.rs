@@ -1,5 +1,6 @@
-//! Reading the child's stdout: the `mcp-<name>-out` thread, and callers that
-//! read their own reply.
+//! Reading the child's stdout: the `mcp-<name>-io` thread (which also
+//! serves stderr and the stdin outbox, see [`Aux`]), and callers that read
+//! their own reply.
 //!
 //! A sequential call through a dedicated reader thread costs three thread
 //! wake-ups (the server, the reader, the caller) where a program reading
@@ -20,8 +21,8 @@
 //! * The reader thread waits for input with `poll` without holding the
 //!   mutex, then drains what is there. When it wakes and finds that a
 //!   caller has taken (or already taken) the input, it stays away for up to
-//!   [`READER_BACKOFF`], so a run of sequential calls does not wake it for
-//!   every reply. A caller leaving while other requests are in flight, with
+//!   [`READER_BACKOFF`] (serving stderr and stdin meanwhile), so a run of
+//!   sequential calls does not wake it for every reply. A caller leaving while other requests are in flight, with
 //!   lines read but not routed, or on end of file or an error, wakes it at
 //!   once through a pipe of its own (one byte).
 //!
@@ -41,6 +42,9 @@ use crate::error::McpError;
 use crate::limits::READER_BACKOFF;
 use crate::peer::{InlineRead, Peer};
 
+use super::stderr::StderrReader;
+use super::stdin::StdinShared;
+use super::tail::{StderrTail, STDERR_EOF_WAIT};
 use super::{set_nonblocking, signal_group};
 
 /// Outcome of reading one line.
@@ -322,33 +326,50 @@ impl StdoutShared {
         self.wake.wake();
     }
 
-    /// The reader thread stays away while a caller reads: until a caller
-    /// hands back, or [`READER_BACKOFF`] passed.
-    fn back_off(&self) {
-        let _ = poll_fds(
-            &mut [pollfd(self.wake.rd.as_raw_fd()), pollfd(self.stop.fd())],
-            Some(READER_BACKOFF),
-        );
-        self.wake.clear();
+    /// The I/O thread stays away from stdout while a caller reads: until a
+    /// caller hands back, or [`READER_BACKOFF`] passed. Stderr and the
+    /// outbox are served meanwhile.
+    fn back_off(&self, aux: &mut Aux<'_>, peer: &Peer) {
+        let [err, out] = aux.fds();
+        let mut fds = [
+            pollfd(self.wake.rd.as_raw_fd()),
+            pollfd(self.stop.fd()),
+            err,
+            out,
+        ];
+        let _ = poll_fds(&mut fds, Some(READER_BACKOFF));
+        if fds[0].revents != 0 {
+            self.wake.clear();
+        }
+        aux.serve(&fds[2..], peer, self.stop.is_set());
     }
 
     /// Waits for input, a wake-up, the child's exit, or the client's
-    /// close. Returns whether there is input, and whether the child has
-    /// exited.
-    fn wait_input(&self) -> io::Result<(bool, bool)> {
+    /// close, serving stderr and the outbox meanwhile. Returns whether
+    /// there is input, and whether the child has exited.
+    fn wait_input(&self, aux: &mut Aux<'_>, peer: &Peer) -> io::Result<(bool, bool)> {
         let pidfd = self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let [err, out] = aux.fds();
         let mut fds = [
             pollfd(self.fd),
             pollfd(self.wake.rd.as_raw_fd()),
             pollfd(pidfd),
             pollfd(self.stop.fd()),
+            err,
+            out,
         ];
         // A negative descriptor is ignored by poll.
         poll_fds(&mut fds, None)?;
         if fds[1].revents != 0 {
             self.wake.clear();
         }
+        aux.serve(&fds[4..], peer, self.stop.is_set());
         Ok((fds[0].revents != 0, pidfd >= 0 && fds[2].revents != 0))
+    }
+
+    /// Wakes the I/O thread to write out the outbox.
+    pub(super) fn wake_io(&self) {
+        self.wake.wake();
     }
 
     /// Reads on the calling thread until `ready()` is true after a routed
@@ -518,17 +539,79 @@ fn exit_description(child: &Arc<Mutex<Option<super::spawn::Proc>>>) -> Option<St
 }
 
 /// `reason` with the server's last stderr lines, which usually say why it
-/// ended; unchanged when the client is closing it (the lines would explain
-/// nothing, and waiting for them would slow the close).
-fn ended_by_server(reason: String, closing: &AtomicBool, tail: &super::StderrTail) -> String {
+/// ended (stderr is read to its end first, for at most
+/// [`STDERR_EOF_WAIT`]); unchanged when the client is closing it (the lines
+/// would explain nothing, and waiting for them would slow the close).
+fn ended_by_server(reason: String, closing: &AtomicBool, aux: &mut Aux<'_>, peer: &Peer) -> String {
     if closing.load(Ordering::Acquire) {
-        reason
-    } else {
-        tail.explain(reason)
+        return reason;
+    }
+    aux.stderr
+        .catch_up(peer, aux.tail, Instant::now() + STDERR_EOF_WAIT);
+    aux.tail.explain(reason)
+}
+
+/// What the I/O thread serves besides stdout: the child's stderr, and the
+/// outbox of its stdin when the pipe did not take everything at once.
+pub(super) struct Aux<'a> {
+    pub(super) stdin: &'a StdinShared,
+    pub(super) stderr: StderrReader,
+    pub(super) tail: &'a StderrTail,
+}
+
+impl Aux<'_> {
+    /// The pollfds for stderr (while open) and for room in stdin (while the
+    /// outbox holds something); -1 descriptors are ignored by `poll`.
+    fn fds(&self) -> [libc::pollfd; 2] {
+        let out = if self.stdin.wants_write() {
+            self.stdin.fd()
+        } else {
+            -1
+        };
+        [
+            pollfd(self.stderr.fd()),
+            libc::pollfd {
+                fd: out,
+                events: libc::POLLOUT,
+                revents: 0,
+            },
+        ]
+    }
+
+    /// Reads stderr and writes the outbox, as `fds` (from [`Aux::fds`],
+    /// polled) say they are ready.
+    fn serve(&mut self, fds: &[libc::pollfd], peer: &Peer, stopped: bool) {
+        if fds[0].revents != 0 {
+            self.stderr.drain(peer, self.tail, stopped);
+        }
+        if fds[1].revents != 0 {
+            if let Err(e) = self.stdin.flush() {
+                peer.fail_all(&format!("writing to the server's stdin failed: {e}"));
+            }
+        }
+    }
+
+    /// After stdout ended: stderr is still read (a process the server
+    /// started may hold it and write) until end of file or the client's
+    /// close, and then the last [`STDERR_AFTER_STOP`](super::stderr) bytes.
+    pub(super) fn drain_stderr_to_end(&mut self, peer: &Peer, stop: &Stop) {
+        self.stdin.abandon();
+        while !self.stderr.ended() && !stop.is_set() {
+            let mut fds = [pollfd(self.stderr.fd()), pollfd(stop.fd())];
+            if poll_fds(&mut fds, None).is_err() {
+                break;
+            }
+            if fds[0].revents != 0 {
+                self.stderr.drain(peer, self.tail, false);
+            }
+        }
+        if !self.stderr.ended() {
+            self.stderr.drain(peer, self.tail, true);
+        }
     }
 }
 
-/// The `mcp-<name>-out` thread: routes whatever no caller reads, and ends
+/// The `mcp-<name>-io` thread: routes whatever no caller reads, and ends
 /// the connection at end of file, on a read error, or on an oversized line.
 pub(super) fn reader_loop(
     shared: &StdoutShared,
@@ -536,7 +619,7 @@ pub(super) fn reader_loop(
     child: &Arc<Mutex<Option<super::spawn::Proc>>>,
     closing: &AtomicBool,
     pid: u32,
-    tail: &super::StderrTail,
+    aux: &mut Aux<'_>,
 ) {
     let max = peer.opts.max_message_size;
     let never = || false;
@@ -551,19 +634,19 @@ pub(super) fn reader_loop(
             Some(st) => st.has_line(),
             None => {
                 // A caller is reading its reply.
-                shared.back_off();
+                shared.back_off(aux, peer);
                 continue;
             }
         };
         let (input, exited) = match buffered {
             true => (false, false),
-            false => match shared.wait_input() {
+            false => match shared.wait_input(aux, peer) {
                 Ok(w) => w,
                 Err(e) => break format!("waiting for the server's stdout failed: {e}"),
             },
         };
         let Some(mut st) = shared.state.try_lock() else {
-            shared.back_off();
+            shared.back_off(aux, peer);
             continue;
         };
         let drained = st.drain(peer, max, &never);
@@ -578,13 +661,13 @@ pub(super) fn reader_loop(
                 ),
                 None => "the server exited; a process it started still holds its stdout".to_owned(),
             };
-            break ended_by_server(reason, closing, tail);
+            break ended_by_server(reason, closing, aux, peer);
         }
         match drained {
             Drained::WouldBlock(0) if input => {
                 // A caller took the input that woke us.
                 drop(st);
-                shared.back_off();
+                shared.back_off(aux, peer);
             }
             Drained::WouldBlock(_) | Drained::Ready => {}
             Drained::Eof => {
@@ -593,7 +676,7 @@ pub(super) fn reader_loop(
                     Some(status) => format!("the server exited ({status})"),
                     None => "the server closed its stdout".to_owned(),
                 };
-                break ended_by_server(reason, closing, tail);
+                break ended_by_server(reason, closing, aux, peer);
             }
             Drained::TooLong => {
                 shared.finished.store(true, Ordering::Release);

@@ -9,10 +9,8 @@
 //! `<redacted>` before a line is kept, since errors never carry a secret.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use parking_lot::Mutex;
 
 /// How many of the last stderr lines an error quotes.
@@ -26,32 +24,23 @@ pub(super) const TAIL_LINE_CHARS: usize = 200;
 /// that replacing them would garble the lines.
 const MIN_SECRET_LEN: usize = 6;
 
-/// How long the end of the connection waits for the stderr thread to read
-/// what the exited server wrote last (its stdout and stderr close at the
-/// same moment, but are read by different threads). The wait ends as soon
-/// as stderr reaches end of file, or the stderr thread has read everything
-/// in the pipe (a process the server started keeps stderr open, but what
-/// the server itself wrote is all there once it has exited); the bound only
-/// matters when that process keeps writing.
-const STDERR_EOF_WAIT: Duration = Duration::from_millis(250);
+/// How long the end of the connection goes on reading stderr for what the
+/// exited server wrote last, before quoting it. The reading ends as soon
+/// as stderr reaches end of file or the pipe is empty (a process the server
+/// started may keep stderr open, but what the server itself wrote is all
+/// there once it has exited); the bound only matters when that process
+/// keeps writing.
+pub(super) const STDERR_EOF_WAIT: Duration = Duration::from_millis(250);
 
 /// The bounded tail of a server's stderr.
 pub(super) struct StderrTail {
     lines: Mutex<VecDeque<String>>,
     secrets: Vec<String>,
-    /// Disconnected when the stderr thread has read to end of file.
-    ended: Receiver<()>,
-    /// The pipe the lines come from, to tell when all of it is read.
-    pipe: OnceLock<Arc<super::StderrPipe>>,
 }
 
 impl StderrTail {
-    /// A tail redacting `env_values`; `ended` must disconnect when the
-    /// stderr thread stops reading.
-    pub(super) fn new<'a>(
-        env_values: impl IntoIterator<Item = &'a String>,
-        ended: Receiver<()>,
-    ) -> StderrTail {
+    /// A tail redacting `env_values`.
+    pub(super) fn new<'a>(env_values: impl IntoIterator<Item = &'a String>) -> StderrTail {
         let mut secrets: Vec<String> = env_values
             .into_iter()
             .filter(|v| v.len() >= MIN_SECRET_LEN)
@@ -62,14 +51,7 @@ impl StderrTail {
         StderrTail {
             lines: Mutex::new(VecDeque::with_capacity(TAIL_LINES)),
             secrets,
-            ended,
-            pipe: OnceLock::new(),
         }
-    }
-
-    /// Names the pipe the lines are read from (see [`StderrTail::explain`]).
-    pub(super) fn watch(&self, pipe: Arc<super::StderrPipe>) {
-        let _ = self.pipe.set(pipe);
     }
 
     /// Keeps `line` (redacted, then cut), dropping the oldest beyond
@@ -97,30 +79,9 @@ impl StderrTail {
         lines.push_back(text);
     }
 
-    /// `reason` followed by the last stderr lines, once stderr has been
-    /// read to its end (waiting at most [`STDERR_EOF_WAIT`]).
+    /// `reason` followed by the last stderr lines (the I/O thread has read
+    /// stderr to its end, or [`STDERR_EOF_WAIT`] long, before it asks).
     pub(super) fn explain(&self, reason: String) -> String {
-        // Disconnected: stderr is read to its end. Caught up: a process the
-        // server started still holds it, but what the server wrote is read.
-        // Timed out: that process keeps writing; what arrived is quoted.
-        let deadline = Instant::now() + STDERR_EOF_WAIT;
-        loop {
-            if !matches!(self.ended.try_recv(), Err(TryRecvError::Empty))
-                || self.pipe.get().is_some_and(|p| p.caught_up())
-            {
-                break;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let slice = left.min(Duration::from_millis(1));
-            if slice.is_zero()
-                || matches!(
-                    self.ended.recv_timeout(slice),
-                    Ok(()) | Err(RecvTimeoutError::Disconnected)
-                )
-            {
-                break;
-            }
-        }
         let lines = self.lines.lock();
         if lines.is_empty() {
             return reason;
@@ -136,11 +97,9 @@ mod tests {
 
     #[test]
     fn bounded_redacted_and_cut() {
-        let (tx, rx) = crossbeam_channel::bounded::<()>(0);
-        drop(tx);
         let secret = "sk-live-0123456789".to_owned();
         let short = "1".to_owned();
-        let t = StderrTail::new([&secret, &short], rx);
+        let t = StderrTail::new([&secret, &short]);
         assert_eq!(t.explain("gone".into()), "gone");
         for i in 0..10 {
             t.push(&format!("line {i} key={secret}"));
