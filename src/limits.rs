@@ -174,8 +174,8 @@ pub const TASK_POLL_MAX: Duration = Duration::from_secs(30);
 /// How long a task is polled when the server gives it no `ttl`.
 pub const TASK_POLL_DEADLINE: Duration = Duration::from_secs(60 * 60);
 
-/// Stack size of the threads that only shovel bytes (stdin writer, stderr
-/// drain). Kept small so a host with a hundred servers stays light.
+/// Stack size of the process-wide `skald-mcp-spawner` threads, which only
+/// start children. Kept small: they live as long as the process.
 pub const IO_THREAD_STACK: usize = 128 * 1024;
 
 /// Stack size of the threads that run code the library does not control or
@@ -184,7 +184,8 @@ pub const IO_THREAD_STACK: usize = 128 * 1024;
 /// run OAuth and the handshake). The standard library's default.
 pub const DEFAULT_THREAD_STACK: usize = 2 * 1024 * 1024;
 
-/// Stack size of the stdout reader thread, which parses JSON.
+/// Stack size of a stdio server's I/O thread (`mcp-<name>-io`), which parses
+/// JSON.
 /// `serde_json` limits nesting depth to 128, so this is ample.
 pub const READER_THREAD_STACK: usize = 512 * 1024;
 
