@@ -183,6 +183,15 @@ fn signal_group(pid: u32, sig: libc::c_int) {
     }
 }
 
+/// Kills the group of `pid` and reaps the child (once: later calls find it
+/// reaped).
+fn kill_and_reap(pid: u32, child: &Mutex<Option<Proc>>) {
+    signal_group(pid, libc::SIGKILL);
+    if let Some(mut c) = child.lock().take() {
+        let _ = c.wait();
+    }
+}
+
 /// How long `close()`/`Drop` wait, after `SIGKILL` to the group, for its
 /// other members (a wrapper's real server) to be gone: they cannot ignore
 /// the signal, but die only once the kernel schedules them.
@@ -385,8 +394,7 @@ impl McpServer {
         let (stdin, stdout, stderr) = match shared {
             Ok((i, o, e)) => (Arc::new(i), Arc::new(o), e),
             Err(source) => {
-                signal_group(pid, libc::SIGKILL);
-                let _ = child.lock().take().map(|mut c| c.wait());
+                kill_and_reap(pid, &child);
                 return Err(McpError::Spawn {
                     server: name,
                     command,
@@ -425,6 +433,8 @@ impl McpServer {
                 };
                 reader_loop(&stdout, &p, &c, &cl, pid, &mut aux);
                 drop(reader_done_tx);
+                // Nothing will read the replies of what is still queued.
+                si.abandon();
                 aux.drain_stderr_to_end(&p, &st);
                 drop(all_done_tx);
             })
@@ -432,10 +442,7 @@ impl McpServer {
         let io_thread = match io_thread {
             Ok(t) => t,
             Err(source) => {
-                signal_group(pid, libc::SIGKILL);
-                if let Some(mut c) = child.lock().take() {
-                    let _ = c.wait();
-                }
+                kill_and_reap(pid, &child);
                 stop.fire();
                 return Err(McpError::Spawn {
                     server: name,
@@ -491,10 +498,7 @@ impl McpServer {
     }
 
     fn reap_and_join(&self) {
-        signal_group(self.pid, libc::SIGKILL);
-        if let Some(mut c) = self.child.lock().take() {
-            let _ = c.wait();
-        }
+        kill_and_reap(self.pid, &self.child);
         // The group is dead. A process still holding the pipes left it
         // (`setsid`): not ours to kill, and not worth waiting for. The
         // thread stops waiting on the pipes and ends; our end of stdin is

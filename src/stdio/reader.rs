@@ -22,9 +22,10 @@
 //!   mutex, then drains what is there. When it wakes and finds that a
 //!   caller has taken (or already taken) the input, it stays away for up to
 //!   [`READER_BACKOFF`] (serving stderr and stdin meanwhile), so a run of
-//!   sequential calls does not wake it for every reply. A caller leaving while other requests are in flight, with
-//!   lines read but not routed, or on end of file or an error, wakes it at
-//!   once through a pipe of its own (one byte).
+//!   sequential calls does not wake it for every reply. A caller leaving
+//!   while other requests are in flight, with lines read but not routed, or
+//!   on end of file or an error, wakes it at once through a pipe of its own
+//!   (one byte).
 //!
 //! So the reader thread still sees every end of file and every message that
 //! arrives while no caller is reading, within [`READER_BACKOFF`] at worst.
@@ -586,16 +587,15 @@ impl Aux<'_> {
         }
         if fds[1].revents != 0 {
             if let Err(e) = self.stdin.flush() {
-                peer.fail_all(&format!("writing to the server's stdin failed: {e}"));
+                peer.fail_all(&super::stdin::write_failed(e));
             }
         }
     }
 
     /// After stdout ended: stderr is still read (a process the server
     /// started may hold it and write) until end of file or the client's
-    /// close, and then the last [`STDERR_AFTER_STOP`](super::stderr) bytes.
+    /// close, and then what the read budget after a stop allows.
     pub(super) fn drain_stderr_to_end(&mut self, peer: &Peer, stop: &Stop) {
-        self.stdin.abandon();
         while !self.stderr.ended() && !stop.is_set() {
             let mut fds = [pollfd(self.stderr.fd()), pollfd(stop.fd())];
             if poll_fds(&mut fds, None).is_err() {

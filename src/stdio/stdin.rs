@@ -86,8 +86,6 @@ struct Outbox {
     writing: bool,
     /// Close stdin (the child sees end of file) once everything is written.
     close_when_flushed: bool,
-    /// Closed by the client: what a writer gives back is dropped.
-    abandoned: bool,
     /// Why writing stopped, when a write failed.
     failed: Option<String>,
     /// A spare buffer, so that taking a batch does not allocate.
@@ -100,10 +98,12 @@ impl Outbox {
         self.lens.push_back(bytes.len());
     }
 
-    /// Puts the unwritten rest of a writer's own message (after `done`
-    /// bytes) before whatever was appended meanwhile.
-    fn push_front_rest(&mut self, line: &[u8], done: usize) {
-        let rest = &line[done..];
+    /// Puts the unwritten rest of a writer's message (or batch) before
+    /// whatever was appended meanwhile, as one message.
+    fn push_front(&mut self, rest: &[u8]) {
+        if rest.is_empty() {
+            return;
+        }
         let mut b = Vec::with_capacity(rest.len() + self.buf.len());
         b.extend_from_slice(rest);
         b.extend_from_slice(&self.buf);
@@ -119,17 +119,9 @@ impl Outbox {
     }
 
     /// Ends a writer's batch: the unwritten rest (after `done` bytes of
-    /// `batch`) goes back before whatever was appended meanwhile, as one
-    /// message.
+    /// `batch`) goes back to the front; the buffer is kept for the next.
     fn give_back(&mut self, mut batch: Vec<u8>, done: usize) {
-        if done < batch.len() {
-            let rest_len = batch.len() - done;
-            batch.drain(..done);
-            batch.extend_from_slice(&self.buf);
-            self.buf.clear();
-            std::mem::swap(&mut self.buf, &mut batch);
-            self.lens.push_front(rest_len);
-        }
+        self.push_front(&batch[done..]);
         batch.clear();
         if batch.capacity() <= OUTBOX_KEEP {
             self.spare = batch;
@@ -144,6 +136,11 @@ impl Outbox {
         self.spare = Vec::new();
         self.lens.clear();
     }
+}
+
+/// The reason calls fail with once a write to stdin failed with `why`.
+pub(super) fn write_failed(why: impl std::fmt::Display) -> String {
+    format!("writing to the server's stdin failed: {why}")
 }
 
 /// Writes as much of `bytes` as the non-blocking pipe takes.
@@ -175,7 +172,6 @@ impl StdinShared {
                 lens: VecDeque::new(),
                 writing: false,
                 close_when_flushed: false,
-                abandoned: false,
                 failed: None,
                 spare: Vec::new(),
             }),
@@ -187,7 +183,7 @@ impl StdinShared {
 
     fn closed(st: &Outbox) -> SendFailure {
         SendFailure::Closed(match &st.failed {
-            Some(why) => format!("writing to the server's stdin failed: {why}"),
+            Some(why) => write_failed(why),
             None => "the server's stdin is closed".into(),
         })
     }
@@ -231,9 +227,7 @@ impl StdinShared {
         let (done, err) = write_some(&stdin, line);
         let mut batch_done = err.is_some() || done < line.len();
         let mut st = self.state.lock();
-        if batch_done {
-            st.push_front_rest(line, done);
-        }
+        st.push_front(&line[done..]);
         let mut batches = 0;
         while !batch_done && !st.lens.is_empty() && batches < MAX_BATCHES_PER_CALLER {
             batches += 1;
@@ -248,18 +242,16 @@ impl StdinShared {
         Ok(self.end_writing(&mut st, done == line.len()))
     }
 
-    /// The writer leaves: closes stdin when asked and everything is out;
+    /// The writer leaves: closes stdin when asked and everything is out
+    /// (and forgets what it gave back if stdin was abandoned meanwhile);
     /// whatever is left is the I/O thread's (woken when `Queued { wake }`).
     fn end_writing(&self, st: &mut Outbox, own_written: bool) -> Sent {
         st.writing = false;
         self.room.notify_all();
-        if st.abandoned {
+        if st.stdin.is_none() || (st.lens.is_empty() && st.close_when_flushed) {
             st.close();
         }
         if st.lens.is_empty() {
-            if st.close_when_flushed {
-                st.close();
-            }
             return if own_written {
                 Sent::Written
             } else {
@@ -332,7 +324,6 @@ impl StdinShared {
     pub(super) fn abandon(&self) {
         let mut st = self.state.lock();
         st.close_when_flushed = true;
-        st.abandoned = true;
         st.close();
         self.room.notify_all();
     }
