@@ -30,7 +30,7 @@
 //! So the reader thread still sees every end of file and every message that
 //! arrives while no caller is reading, within [`READER_BACKOFF`] at worst.
 
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::ChildStdout;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -716,14 +716,18 @@ pub(super) fn reader_loop(
 }
 
 /// Discards input until end of file, an error, or `stop`.
+///
+/// Reads through `r`'s own buffer: a scratch array here would be part of
+/// the I/O thread's frame (this is inlined into [`reader_loop`]), and its
+/// pages resident for the thread's whole life, on every server.
 fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>, stop: &Stop) {
-    let len = r.buffer().len();
-    r.consume(len);
-    let mut sink = [0u8; 16 * 1024];
     loop {
-        match r.get_mut().read(&mut sink) {
-            Ok(0) => return,
-            Ok(_) => {}
+        match r.fill_buf() {
+            Ok([]) => return,
+            Ok(got) => {
+                let n = got.len();
+                r.consume(n);
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if stop.is_set() || poll_fds(&mut [pollfd(fd), pollfd(stop.fd())], None).is_err() {
