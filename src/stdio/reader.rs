@@ -742,6 +742,7 @@ fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>, stop: &Stop) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     fn next(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Line {
         buf.clear();
