@@ -264,10 +264,21 @@ pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 
-/// How many process-wide threads start stdio servers (they never exit, so
-/// that the kernel's parent-death signal of every child stays armed; see
-/// `stdio`). Starts beyond this many at once wait for a free one.
-pub const SPAWNER_THREADS: usize = 4;
+/// How many descriptors this process's table is grown to hold before the
+/// first stdio server starts (Linux; capped by `RLIMIT_NOFILE`): about a
+/// hundred servers' worth. Growing the table while several threads run
+/// makes every thread that opens a descriptor wait for the kernel (an RCU
+/// grace period per doubling), which many servers starting at once would
+/// otherwise meet three or four times.
+pub const FD_TABLE_RESERVE: usize = 1024;
+
+/// Most process-wide threads that start stdio servers (`skald-mcp-spawner`).
+/// They never exit, so that the kernel's parent-death signal of every child
+/// stays armed (see `stdio`), and are started on demand: one more whenever
+/// a start finds none idle, so a program that starts its servers one at a
+/// time has one. Starts beyond this many at once wait for a free one. Each
+/// costs a small stack ([`IO_THREAD_STACK`]).
+pub const SPAWNER_THREADS: usize = 32;
 
 /// The capacity asked for a stdio server's stdout pipe (Linux's default is
 /// 64 KiB): a 1 MiB reply then needs a few reads of the reader thread, not

@@ -84,6 +84,9 @@ fn a_panicking_thread_holding_a_manager_leaves_no_process() {
 
 const HOST_CHILD_ENV: &str = "SKALD_HOST_DEATH_CHILD";
 
+/// How many servers the SIGKILLed host starts at once.
+const PARALLEL_SERVERS: usize = 6;
+
 /// The host side of [`a_sigkilled_host_takes_its_servers_with_it`]: a no-op
 /// unless the parent re-executed this binary with the variable set.
 #[test]
@@ -91,20 +94,47 @@ fn host_child() {
     if std::env::var_os(HOST_CHILD_ENV).is_none() {
         return;
     }
-    // Connected from a thread that ends at once: the server must outlive it.
-    let s = std::thread::spawn(|| {
-        let mut cfg = script_config("stubborn", "hostile_mcp_server.py", &["ignore_sigterm"]);
-        cfg.env.insert("HOSTILE_LIFETIME_SECS".into(), "120".into());
-        skald_mcp::McpServer::connect(&cfg, test_options()).unwrap()
-    })
-    .join()
-    .unwrap();
-    assert!(s.call_tool("echo", json!({"text": "x"})).is_ok());
-    println!("PID {}", s.pid());
+    // Connected from threads that end at once: the servers must outlive
+    // them. Started all at once, so that more than one process-wide spawner
+    // thread starts them (the pool grows when none is idle).
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(PARALLEL_SERVERS));
+    let starters: Vec<_> = (0..PARALLEL_SERVERS)
+        .map(|i| {
+            let b = std::sync::Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut cfg = script_config(
+                    &format!("stubborn{i}"),
+                    "hostile_mcp_server.py",
+                    &["ignore_sigterm"],
+                );
+                cfg.env.insert("HOSTILE_LIFETIME_SECS".into(), "120".into());
+                b.wait();
+                skald_mcp::McpServer::connect(&cfg, test_options()).unwrap()
+            })
+        })
+        .collect();
+    let servers: Vec<_> = starters.into_iter().map(|t| t.join().unwrap()).collect();
+    for s in &servers {
+        assert!(s.call_tool("echo", json!({"text": "x"})).is_ok());
+    }
+    // The spawner pool grew on demand and within its cap.
+    let spawners = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+        .filter(|n| n.trim() == "skald-mcp-spawn")
+        .count();
+    assert!(
+        (1..=skald_mcp::limits::SPAWNER_THREADS.min(PARALLEL_SERVERS)).contains(&spawners),
+        "{spawners} spawner threads"
+    );
+    eprintln!("{spawners} spawner threads started {PARALLEL_SERVERS} servers");
+    let pids: Vec<String> = servers.iter().map(|s| s.pid().to_string()).collect();
+    println!("PID {}", pids.join(" "));
     // Wait to be killed (bounded, in case the parent is gone).
     let mut line = String::new();
     let _ = std::io::stdin().read_line(&mut line);
-    drop(s);
+    drop(servers);
 }
 
 #[cfg(target_os = "linux")]
@@ -124,11 +154,12 @@ fn a_sigkilled_host_takes_its_servers_with_it() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             // libtest prints "test host_child ... " before it.
             if let Some((_, p)) = line.split_once("PID ") {
-                let _ = tx.send(p.trim().parse::<u32>().unwrap());
+                let pids: Vec<u32> = p.split_whitespace().map(|p| p.parse().unwrap()).collect();
+                let _ = tx.send(pids);
             }
         }
     });
-    let server = match rx.recv_timeout(Duration::from_secs(60)) {
+    let servers = match rx.recv_timeout(Duration::from_secs(60)) {
         Ok(p) => p,
         Err(e) => {
             let _ = host.kill();
@@ -136,23 +167,29 @@ fn a_sigkilled_host_takes_its_servers_with_it() {
             panic!("the host printed no server pid: {e:?}");
         }
     };
-    assert!(
-        alive(server),
-        "the server died with the thread that spawned it"
-    );
+    assert_eq!(servers.len(), PARALLEL_SERVERS);
+    for &server in &servers {
+        assert!(
+            alive(server),
+            "server {server} died with the thread that connected it"
+        );
+    }
     // SAFETY: signalling the child this test spawned and has not reaped.
     unsafe { libc::kill(host.id() as libc::pid_t, libc::SIGKILL) };
     host.wait().unwrap();
     let started = Instant::now();
-    let gone = eventually(Duration::from_secs(10), || !alive(server));
-    if !gone {
+    let gone = eventually(Duration::from_secs(10), || {
+        servers.iter().all(|&server| !alive(server))
+    });
+    let left: Vec<u32> = servers.iter().copied().filter(|&s| alive(s)).collect();
+    for &server in &left {
         // Do not leave it behind for the next test run.
         // SAFETY: the pid is still a live server (checked just above).
         unsafe { libc::kill(server as libc::pid_t, libc::SIGKILL) };
     }
-    assert!(gone, "the server outlived its SIGKILLed host");
+    assert!(gone, "servers {left:?} outlived their SIGKILLed host");
     eprintln!(
-        "server gone {:?} after the host was killed",
+        "servers gone {:?} after the host was killed",
         started.elapsed()
     );
 }

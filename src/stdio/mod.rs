@@ -251,19 +251,27 @@ fn group_has_live_member(pgid: u32) -> bool {
 /// child asks the kernel for `SIGKILL` when its parent dies
 /// (`PR_SET_PDEATHSIG`), so a host that is itself SIGKILLed does not leave
 /// its servers behind. The kernel sends that signal when the *thread* that
-/// created the child exits, not the process, so children are created by one
-/// few process-wide threads that never exit (`skald-mcp-spawner`,
-/// [`SPAWNER_THREADS`](crate::limits::SPAWNER_THREADS) of them, so that
-/// fifty servers started at once do not queue behind one `vfork`+`exec`)
-/// rather than by the caller's thread, which may be short-lived (the
-/// manager connects from threads of its own). Only the direct child is
-/// covered: grandchildren in its group are killed by `close()`/`Drop`, not
-/// by the kernel.
+/// created the child exits, not the process, so children are created by
+/// process-wide threads that never exit (`skald-mcp-spawner`) rather than
+/// by the caller's thread, which may be short-lived (the manager connects
+/// from threads of its own). Only the direct child is covered:
+/// grandchildren in its group are killed by `close()`/`Drop`, not by the
+/// kernel.
+///
+/// The pool grows on demand, up to
+/// [`SPAWNER_THREADS`](crate::limits::SPAWNER_THREADS): a start that finds
+/// no spawner idle starts another. A spawner is busy from `clone` until its
+/// child has `exec`'d, which under load is a millisecond or more (the child
+/// must be scheduled first); fifty servers started at once behind a few
+/// spawners queued for that long each, and a pool created whole on the
+/// first start made that first caller wait for every thread of it. A
+/// program that starts its servers one at a time keeps one spawner.
 mod spawner {
     use std::io;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::OnceLock;
 
-    use crossbeam_channel::{bounded, unbounded, Sender};
+    use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
     use super::spawn::{self, Spawned, Spec};
 
@@ -272,42 +280,85 @@ mod spawner {
         reply: Sender<io::Result<Spawned>>,
     }
 
-    /// `None` when no spawner thread could be started: children are then
-    /// started by the caller's thread (their death signal then follows that
-    /// thread).
-    static SPAWNER: OnceLock<Option<Sender<Request>>> = OnceLock::new();
+    /// The spawners' shared queue and how many of them there are.
+    struct Pool {
+        tx: Sender<Request>,
+        rx: Receiver<Request>,
+        /// Spawner threads started (they never exit).
+        threads: AtomicUsize,
+        /// Spawners waiting for a request.
+        idle: AtomicUsize,
+    }
+
+    static POOL: OnceLock<Pool> = OnceLock::new();
+
+    impl Pool {
+        /// Starts one more spawner when none is idle and the cap allows.
+        /// Returns whether at least one spawner exists afterwards.
+        fn grow_if_busy(&'static self) -> bool {
+            let max = crate::limits::SPAWNER_THREADS.max(1);
+            if self.idle.load(Ordering::Acquire) > 0 {
+                return true;
+            }
+            // Reserve a slot first, so racing callers do not pass the cap.
+            let n = self.threads.fetch_add(1, Ordering::AcqRel);
+            if n >= max {
+                self.threads.fetch_sub(1, Ordering::AcqRel);
+                return true;
+            }
+            let started = crate::threads::spawn(
+                "skald-mcp-spawner".into(),
+                crate::limits::IO_THREAD_STACK,
+                move || self.serve(),
+            );
+            match started {
+                Ok(handle) => {
+                    // Never joined: the thread lives as long as the process.
+                    drop(handle);
+                    true
+                }
+                Err(e) => {
+                    log::warn!("could not start a spawner thread: {e}");
+                    self.threads.fetch_sub(1, Ordering::AcqRel) > 1
+                }
+            }
+        }
+
+        /// A spawner's loop. It never returns: `self` is a static whose
+        /// sender is never dropped.
+        fn serve(&self) {
+            loop {
+                self.idle.fetch_add(1, Ordering::AcqRel);
+                let req = self.rx.recv();
+                self.idle.fetch_sub(1, Ordering::AcqRel);
+                let Ok(req) = req else { return };
+                let _ = req.reply.send(spawn::spawn(&req.spec));
+            }
+        }
+    }
 
     pub(super) fn spawn(spec: Spec) -> io::Result<Spawned> {
         if !cfg!(target_os = "linux") {
             return spawn::spawn(&spec);
         }
-        let tx = SPAWNER.get_or_init(|| {
+        let pool = POOL.get_or_init(|| {
+            #[cfg(target_os = "linux")]
+            spawn::reserve_fd_table();
             let (tx, rx) = unbounded::<Request>();
-            // The sender lives in a static: these loops never end, so the
-            // threads never exit before the process does. They share one
-            // queue: each start goes to whichever is free.
-            let started = (0..crate::limits::SPAWNER_THREADS.max(1))
-                .filter(|_| {
-                    let rx = rx.clone();
-                    crate::threads::spawn(
-                        "skald-mcp-spawner".into(),
-                        crate::limits::IO_THREAD_STACK,
-                        move || {
-                            for req in rx {
-                                let _ = req.reply.send(spawn::spawn(&req.spec));
-                            }
-                        },
-                    )
-                    .is_ok()
-                })
-                .count();
-            (started > 0).then_some(tx)
+            Pool {
+                tx,
+                rx,
+                threads: AtomicUsize::new(0),
+                idle: AtomicUsize::new(0),
+            }
         });
-        let Some(tx) = tx else {
+        if !pool.grow_if_busy() {
+            // No spawner thread could be started: the caller's thread starts
+            // the child (its death signal then follows that thread).
             return spawn::spawn(&spec);
-        };
+        }
         let (reply, answer) = bounded(1);
-        if let Err(e) = tx.send(Request { spec, reply }) {
+        if let Err(e) = pool.tx.send(Request { spec, reply }) {
             return spawn::spawn(&e.into_inner().spec);
         }
         answer
