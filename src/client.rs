@@ -267,11 +267,13 @@ pub struct ClientOptions {
     pub caller_read_window: Duration,
     /// For how much of [`caller_read_window`](Self::caller_read_window) the
     /// caller yields the CPU between non-blocking reads instead of sleeping
-    /// (stdio). A reply that comes within it is seen without the wake-up of
-    /// a sleeping thread (tens of microseconds on a virtual machine); it
-    /// costs up to this much CPU time per call. At most half the cores'
-    /// worth of callers (at least one) yield at once in the process; the
-    /// others sleep at once. `Duration::ZERO`: sleep at once.
+    /// (stdio), and how long a plain `http://` request polls its socket for
+    /// the answer before it sleeps in a blocking read (Streamable HTTP and
+    /// HTTP+SSE; not `https://`). A reply that comes within it is seen
+    /// without the wake-up of a sleeping thread (tens of microseconds on a
+    /// virtual machine); it costs up to this much CPU time per call. At most
+    /// half the cores' worth of callers (at least one) yield at once in the
+    /// process; the others sleep at once. `Duration::ZERO`: sleep at once.
     pub caller_spin: Duration,
     /// Where notifications that the client does not consume itself go.
     /// When `None`, they are logged at debug level and dropped.

@@ -71,6 +71,7 @@ mod resources;
 mod result;
 mod roots;
 mod sampling;
+mod spin;
 mod stdio;
 mod task;
 mod threads;

@@ -260,6 +260,12 @@ pub const HTTP_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How many bytes of an error response are read to quote in the error.
 pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
 
+/// How much longer than a request's time left a plain-HTTP socket timeout
+/// may stay set (at most; 1/64 of the timeout for short ones). Setting it
+/// again for every request was a system call per read and per write; a
+/// blocked read may now end this much after the deadline.
+pub const HTTP_SOCKET_TIMEOUT_SLACK: Duration = Duration::from_millis(50);
+
 /// Stack size of the HTTP threads (POST workers, the GET listener). They
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;

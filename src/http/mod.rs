@@ -94,6 +94,7 @@ mod legacy_sse;
 mod resolve;
 mod resume;
 mod session;
+mod tcp;
 
 use headers::VERSION_HEADER;
 use resume::StreamPosition;
@@ -367,7 +368,7 @@ fn connection_agent(options: &ClientOptions, per_read: Option<Duration>) -> Agen
         .build();
     Agent::with_parts(
         config,
-        ureq::unversioned::transport::DefaultConnector::default(),
+        tcp::LeanConnector::new(options.caller_spin),
         resolve::CachingResolver::default(),
     )
 }

@@ -33,7 +33,7 @@
 use std::io::{self, BufRead, BufReader};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::ChildStdout;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -394,7 +394,7 @@ impl StdoutShared {
         // seen without waking a sleeping thread (see `caller_spin`).
         let spin_until = (Instant::now() + peer.opts.caller_spin).min(until);
         let mut spin_slot = (!peer.opts.caller_spin.is_zero())
-            .then(SpinSlot::take)
+            .then(crate::spin::SpinSlot::take)
             .flatten();
         let pidfd = self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         let outcome = loop {
@@ -460,35 +460,6 @@ pub(super) fn pollfd(fd: RawFd) -> libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    }
-}
-
-/// Callers yielding for their reply right now, in the whole process.
-static SPINNERS: AtomicUsize = AtomicUsize::new(0);
-
-/// The right to yield instead of sleeping, held by at most half the cores'
-/// worth of callers at once (at least one): callers of many connections
-/// waiting together sleep, and leave the cores to the servers.
-struct SpinSlot;
-
-impl SpinSlot {
-    fn take() -> Option<SpinSlot> {
-        static MAX: OnceLock<usize> = OnceLock::new();
-        let max = *MAX.get_or_init(|| {
-            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
-        });
-        SPINNERS
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| SpinSlot)
-    }
-}
-
-impl Drop for SpinSlot {
-    fn drop(&mut self) {
-        SPINNERS.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -780,21 +751,6 @@ mod tests {
             let p = self.0.remove(0);
             out[..p.len()].copy_from_slice(p);
             Ok(p.len())
-        }
-    }
-
-    #[test]
-    fn spin_slots_are_bounded_and_given_back() {
-        // Other tests may hold slots meanwhile: only the bound and the
-        // release are asserted.
-        let held: Vec<SpinSlot> = std::iter::from_fn(SpinSlot::take).take(1024).collect();
-        assert!(
-            held.len() < 1024,
-            "the number of spinning callers is bounded"
-        );
-        if !held.is_empty() {
-            drop(held);
-            assert!(SpinSlot::take().is_some(), "a released slot can be taken");
         }
     }
 
