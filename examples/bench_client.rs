@@ -1040,7 +1040,11 @@ fn era_http(url: &str, era: skald_mcp::EraPreference, n: usize) -> Vec<Duration>
 }
 
 fn http_client(url: &str) -> McpHttpServer {
-    let s = McpHttpServer::connect(&McpServerConfig::http("http", url), era_options())
+    let mut opts = era_options();
+    if let Ok(us) = std::env::var("BENCH_SPIN_US") {
+        opts.caller_spin = Duration::from_micros(us.parse().expect("microseconds"));
+    }
+    let s = McpHttpServer::connect(&McpServerConfig::http("http", url), opts)
         .expect("connect over HTTP");
     s.list_tools().unwrap();
     s
