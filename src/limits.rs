@@ -270,14 +270,6 @@ pub const HTTP_SOCKET_TIMEOUT_SLACK: Duration = Duration::from_millis(50);
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 
-/// How many descriptors this process's table is grown to hold before the
-/// first stdio server starts (Linux; capped by `RLIMIT_NOFILE`): about a
-/// hundred servers' worth. Growing the table while several threads run
-/// makes every thread that opens a descriptor wait for the kernel (an RCU
-/// grace period per doubling), which many servers starting at once would
-/// otherwise meet three or four times.
-pub const FD_TABLE_RESERVE: usize = 1024;
-
 /// Most process-wide threads that start stdio servers (`skald-mcp-spawner`).
 /// They never exit, so that the kernel's parent-death signal of every child
 /// stays armed (see `stdio`), and are started on demand: one more whenever

@@ -342,8 +342,6 @@ mod spawner {
             return spawn::spawn(&spec);
         }
         let pool = POOL.get_or_init(|| {
-            #[cfg(target_os = "linux")]
-            spawn::reserve_fd_table();
             let (tx, rx) = unbounded::<Request>();
             Pool {
                 tx,

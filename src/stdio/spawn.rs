@@ -164,9 +164,6 @@ fn spawn_with_command(spec: &Spec) -> io::Result<Spawned> {
 }
 
 #[cfg(target_os = "linux")]
-pub(super) use linux::reserve_fd_table;
-
-#[cfg(target_os = "linux")]
 mod linux {
     use super::*;
     use std::ffi::{CString, OsStr, OsString};
@@ -251,45 +248,6 @@ mod linux {
         }
         // SAFETY: `d` was just returned to us and is owned by nothing else.
         Ok(unsafe { OwnedFd::from_raw_fd(d) })
-    }
-
-    /// Grows this process's descriptor table to hold
-    /// [`FD_TABLE_RESERVE`](crate::limits::FD_TABLE_RESERVE) descriptors
-    /// (fewer if `RLIMIT_NOFILE` is lower), once, before the first server
-    /// starts. The table never shrinks; each time it doubles in a process
-    /// with more than one thread, the kernel waits for an RCU grace period
-    /// (milliseconds on a busy machine) and every thread that opens a
-    /// descriptor meanwhile waits with it (`expand_files`). A server holds
-    /// eight descriptors and a start opens five more for a moment: fifty
-    /// servers started at once crossed 128, 256 and 512 while they ran
-    /// (`perf` off-CPU samples: 270 ms of threads blocked in `expand_files`
-    /// during one 50-server start). One growth up front, while it is cheap,
-    /// costs at most one grace period and about 8 KiB of kernel memory.
-    pub(in crate::stdio) fn reserve_fd_table() {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes into our struct.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-            return;
-        }
-        let want = (crate::limits::FD_TABLE_RESERVE as u64).min(lim.rlim_cur);
-        let Ok((r, _w)) = pipe() else { return };
-        let Ok(top) = libc::c_int::try_from(want.saturating_sub(1)) else {
-            return;
-        };
-        if top <= r.as_raw_fd() {
-            return;
-        }
-        // SAFETY: duplicates a descriptor we own onto the lowest free number
-        // at or above `top`; the duplicate is closed at once (it is ours).
-        unsafe {
-            let d = libc::fcntl(r.as_raw_fd(), libc::F_DUPFD_CLOEXEC, top);
-            if d >= 0 {
-                libc::close(d);
-            }
-        }
     }
 
     /// Size of the stack the child runs on until `execve`.
