@@ -288,7 +288,7 @@ if o("rss100_mib") is not None:
     if rr is not None:
         T.append((f"100 stdio servers: client RSS ≤ rmcp's: {o('rss100_mib'):.1f} MiB vs {rr:.1f} MiB", o("rss100_mib") <= rr))
     T.append((f"100 stdio servers: client RSS ≤ 64 MiB: {o('rss100_mib'):.1f} MiB", o("rss100_mib") <= 64))
-    T.append((f"fixed thread count per server (3): {o('threads_per_server'):.2f}", abs(o("threads_per_server") - 3) < 1e-9))
+    T.append((f"fixed thread count per server (1, the I/O thread): {o('threads_per_server'):.2f}", abs(o("threads_per_server") - 1) < 1e-9))
 for k, label in (("seq_128_p50_us", "stdio"), ("http_p50_us", "HTTP")):
     lg, md = o(k), get("ours-modern", k)
     if None not in (lg, md):
