@@ -284,8 +284,11 @@ mod spawner {
     struct Pool {
         tx: Sender<Request>,
         rx: Receiver<Request>,
-        /// Spawner threads started (they never exit).
+        /// Spawner threads started or being started: the cap counts these.
         threads: AtomicUsize,
+        /// Spawner threads running (they never exit): a request queued while
+        /// one runs is served.
+        live: AtomicUsize,
         /// Spawners waiting for a request.
         idle: AtomicUsize,
     }
@@ -294,7 +297,8 @@ mod spawner {
 
     impl Pool {
         /// Starts one more spawner when none is idle and the cap allows.
-        /// Returns whether at least one spawner exists afterwards.
+        /// Returns whether a running spawner will serve a queued request
+        /// (`false` only when none could ever be started).
         fn grow_if_busy(&'static self) -> bool {
             let max = crate::limits::SPAWNER_THREADS.max(1);
             if self.idle.load(Ordering::Acquire) > 0 {
@@ -304,7 +308,9 @@ mod spawner {
             let n = self.threads.fetch_add(1, Ordering::AcqRel);
             if n >= max {
                 self.threads.fetch_sub(1, Ordering::AcqRel);
-                return true;
+                // The slots may all be starts still under way (which could
+                // fail): queue only behind a spawner that runs.
+                return self.live.load(Ordering::Acquire) > 0;
             }
             let started = crate::threads::spawn(
                 "skald-mcp-spawner".into(),
@@ -315,11 +321,13 @@ mod spawner {
                 Ok(handle) => {
                     // Never joined: the thread lives as long as the process.
                     drop(handle);
+                    self.live.fetch_add(1, Ordering::AcqRel);
                     true
                 }
                 Err(e) => {
                     log::warn!("could not start a spawner thread: {e}");
-                    self.threads.fetch_sub(1, Ordering::AcqRel) > 1
+                    self.threads.fetch_sub(1, Ordering::AcqRel);
+                    self.live.load(Ordering::Acquire) > 0
                 }
             }
         }
@@ -347,12 +355,13 @@ mod spawner {
                 tx,
                 rx,
                 threads: AtomicUsize::new(0),
+                live: AtomicUsize::new(0),
                 idle: AtomicUsize::new(0),
             }
         });
         if !pool.grow_if_busy() {
-            // No spawner thread could be started: the caller's thread starts
-            // the child (its death signal then follows that thread).
+            // No spawner thread runs: the caller's thread starts the child
+            // (its death signal then follows that thread).
             return spawn::spawn(&spec);
         }
         let (reply, answer) = bounded(1);
