@@ -8,12 +8,13 @@
 # `import mcp` works) and the TypeScript SDK (when node is there and
 # `npm ci --prefix benches/peers/ts` succeeds in the build phase).
 #
-#   bash benches/compare.sh            # full run (~3-4 min of measuring)
+#   bash benches/compare.sh            # full run (~8 min of measuring)
 #   QUICK=1 bash benches/compare.sh    # fewer iterations (smoke test)
 #   SKIP_PYTHON=1 ...                  # without the Python SDK client
 #   SKIP_TS=1 ...                      # without the TypeScript SDK client (no npm ci)
 #   OUT_MD=path.md ...                 # also write the markdown report there
 #   ROUNDS=5 ...                       # rounds of the rotation (default 3)
+#   NO_MODERN=1 ...                    # without the 2026-07-28 pass of each scenario
 #   TPUT_ROUNDS=11 ...                 # rounds of the throughput scenario alone
 #                                      # (default ROUNDS): each round is a new
 #                                      # process, and where the scheduler first
@@ -93,12 +94,14 @@ for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k;
     if [[ -n "$TS_OK" ]]; then
       node benches/peers/ts/ts_client.mjs --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/ts.txt"
     fi
-    if [[ $scenario == seq || $scenario == http ]]; then
+    if [[ -z "${NO_MODERN:-}" ]]; then
       # The 2026-07-28 era in the same rotation as the legacy one (a pass
-      # of its own at the end of the run met another load): 128 B calls,
-      # lines @<client>-modern; a peer that cannot speak it prints nothing.
-      target/release/examples/bench_client --server "$SERVER" --era modern --only "$scenario" --sizes 128 "${ARGS[@]}" >> "$RAW/ours.txt"
+      # of its own at the end of the run met another load): every
+      # scenario, lines @<client>-modern; a peer that cannot speak it
+      # prints nothing. NO_MODERN=1 leaves the pass out.
+      target/release/examples/bench_client --server "$SERVER" --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/ours.txt"
       benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt" 2>/dev/null || true
+      benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt" 2>/dev/null || true
       if [[ -n "$PY_OK" ]]; then
         python3 benches/peers/python_client.py --server "$SERVER" --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/python.txt" 2>/dev/null || true
       fi
@@ -220,6 +223,22 @@ if get("ours-modern", "seq_128_p50_us") is not None:
     if not peers_m:
         P("")
         P("No peer client speaks 2026-07-28 in this run (see BENCHMARKS.md).")
+    P("")
+# Every scenario in both eras (same run): legacy beside 2026-07-28 for each
+# client that speaks it.
+if any(get("ours-modern", k) is not None for k, *_ in ROWS):
+    ERA_CLIENTS = [(w, n) for w, n in CLIENTS if w != "ts"
+                   and any(get(w + "-modern", k) is not None for k, *_ in ROWS)]
+    P("Every scenario in both eras (same run; legacy / 2026-07-28, and modern ÷ legacy):")
+    P("")
+    P("| scenario | unit | " + " | ".join(f"{n} legacy | {n} modern | ÷" for _, n in ERA_CLIENTS) + " |")
+    P("|---|---|" + "---:|" * (3 * len(ERA_CLIENTS)))
+    for key, label, unit, _lower in ROWS:
+        cells = []
+        for w, _ in ERA_CLIENTS:
+            lg, md = get(w, key), get(w + "-modern", key)
+            cells += [fmt(lg), fmt(md), ratio(md, lg)]
+        P(f"| {label} | {unit} | " + " | ".join(cells) + " |")
     P("")
 # The floor taken apart: what a timed wait, the JSON work and a reader
 # thread cost on this machine, unpinned and with every process on one core.

@@ -18,8 +18,8 @@ process that lists them once).
 ``server/discover``, no ``initialize``, per-request ``_meta``; the calls go
 through ``client.session``, the same ``ClientSession`` API as the legacy
 path) against ``echo-server --dual-era --modern-results`` (the SDK rejects
-2026-07-28 results that lack the fields that version requires); only seq
-and http run, printed as ``@python-modern``.
+2026-07-28 results that lack the fields that version requires), in every
+scenario, printed as ``@python-modern``.
 """
 
 import argparse
@@ -47,6 +47,14 @@ MODERN = "2026-07-28"
 # rejects them without `resultType` (and `ttlMs`/`cacheScope` on tools/list),
 # which `--dual-era` alone leaves out: see echo-server's `--modern-results`.
 MODERN_SERVER_ARGS = ["--dual-era", "--modern-results"]
+# Set from --era modern before anything connects: every connection then
+# runs in the 2026-07-28 era against MODERN_SERVER_ARGS.
+ERA_MODERN = False
+
+
+def era_args(extra=()):
+    """The echo server's arguments for this run's era, then `extra`."""
+    return [*(MODERN_SERVER_ARGS if ERA_MODERN else []), *extra]
 
 
 def report(key, value):
@@ -82,8 +90,12 @@ def children():
 
 
 @contextlib.asynccontextmanager
-async def connect(server, args=(), modern=False, list_tools=True):
-    """Spawn -> initialize (modern: server/discover) -> tools/list."""
+async def connect(server, args=(), modern=None, list_tools=True):
+    """Spawn -> initialize (modern: server/discover) -> tools/list. The era
+    and the server's era arguments default to this run's."""
+    if modern is None:
+        modern = ERA_MODERN
+        args = era_args(args)
     params = StdioServerParameters(command=server, args=list(args))
     if modern:
         async with Client(params, mode="auto") as c:
@@ -103,8 +115,10 @@ async def connect(server, args=(), modern=False, list_tools=True):
 
 
 @contextlib.asynccontextmanager
-async def connect_http(url, modern=False):
+async def connect_http(url, modern=None):
     """initialize (modern: server/discover) -> tools/list over Streamable HTTP."""
+    if modern is None:
+        modern = ERA_MODERN
     if modern:
         async with Client(url, mode="auto") as c:
             if c.protocol_version != MODERN:
@@ -291,19 +305,16 @@ async def main():
     ap.add_argument("--era", choices=["legacy", "modern"], default="legacy")
     ap.add_argument("--child-list10k", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    global WHO, ERA_MODERN
+    ERA_MODERN = a.era == "modern"
     if a.child_list10k:
         print(f"list10k {await child_list10k(a.server)}", flush=True)
         return
-    global WHO
-    modern = a.era == "modern"
+    modern = ERA_MODERN
     if modern:
         WHO = "python-modern"
     only = a.only.split(",") if a.only else None
-    # In the modern era only seq and http run.
-    wants = lambda k: (only is None or k in only) and (not modern or k in ("seq", "http"))  # noqa: E731
-    for k in only or []:
-        if modern and not wants(k):
-            print(f"python_client: --era modern runs seq and http only; {k} skipped", file=sys.stderr)
+    wants = lambda k: only is None or k in only  # noqa: E731
     q = 5 if a.quick else 1
     iters = {128: 1000 // q, 64 * 1024: 300 // q, 1024 * 1024: 60 // q}
     window = 0.4 if a.quick else 1.5
@@ -328,7 +339,8 @@ async def main():
             report("threads_per_server", per)
         else:
             # In a fresh process, so earlier scenarios' peaks do not count.
-            out = subprocess.run([sys.executable, __file__, "--server", a.server, "--only", "rss100"],
+            out = subprocess.run([sys.executable, __file__, "--server", a.server, "--only", "rss100",
+                                  "--era", a.era],
                                  capture_output=True, text=True, check=True).stdout
             sys.stdout.write(out)
     if wants("kill"):
@@ -341,13 +353,14 @@ async def main():
         report("http_p99_us", p99)
     if wants("http_tput"):
         # One server for the three figures, a new client connection for each.
-        with http_server(a.server) as url:
+        with http_server(a.server, era_args()) as url:
             for k in IN_FLIGHT:
                 report(f"http_tput_{k}", await http_tput(url, k, window))
     if wants("list10k"):
         report("list10k_ms", await list10k(a.server))
         # In a fresh process, so nothing before it counts in the peak.
-        out = subprocess.run([sys.executable, __file__, "--server", a.server, "--child-list10k"],
+        out = subprocess.run([sys.executable, __file__, "--server", a.server, "--child-list10k",
+                              "--era", a.era],
                              capture_output=True, text=True, check=True).stdout
         line = next(l for l in out.splitlines() if l.startswith("list10k "))
         report("list10k_rss_mib", float(line.split()[1]))

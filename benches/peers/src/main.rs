@@ -21,9 +21,8 @@
 //! process that lists them once).
 //!
 //! `--era modern`: rmcp's 2026-07-28 lifecycle (`server/discover`, no
-//! `initialize`, per-request `_meta`) against `echo-server --dual-era`; only
-//! the seq and http scenarios run, printed as `@rmcp-modern` /
-//! `@rmcp-blockon-modern`.
+//! `initialize`, per-request `_meta`) against `echo-server --dual-era`, in
+//! every scenario, printed as `@rmcp-modern` / `@rmcp-blockon-modern`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -47,6 +46,21 @@ type Client = RunningService<RoleClient, ClientConfig>;
 /// `server/discover` (`--era modern`) takes its version from the lifecycle.
 fn handler() -> ClientConfig {
     ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// Set once from `--era modern`, before anything connects: every
+/// connection then runs in the 2026-07-28 era against `--dual-era`.
+static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn modern() -> bool {
+    MODERN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The echo server's arguments for this run's era, then `extra`.
+fn era_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<&str> = if modern() { vec!["--dual-era"] } else { vec![] };
+    v.extend_from_slice(extra);
+    v
 }
 
 const SIZES: [(usize, &str); 3] = [(128, "128"), (64 * 1024, "64k"), (1024 * 1024, "1m")];
@@ -138,6 +152,7 @@ fn parse_args() -> Args {
             other => panic!("unknown argument {other:?}"),
         }
     }
+    MODERN.store(a.modern, std::sync::atomic::Ordering::Relaxed);
     assert!(!a.server.is_empty(), "--server PATH");
     a
 }
@@ -200,7 +215,7 @@ fn check_era(c: &Client, modern: bool) {
 }
 
 async fn spawn(server: &str) -> (Client, u32) {
-    spawn_with(server, &[], false).await
+    spawn_with(server, &era_args(&[]), modern()).await
 }
 
 async fn spawn_with(server: &str, args: &[&str], modern: bool) -> (Client, u32) {
@@ -217,7 +232,7 @@ async fn spawn_with(server: &str, args: &[&str], modern: bool) -> (Client, u32) 
 }
 
 async fn connect(server: &str) -> Client {
-    connect_with(server, &[], false).await
+    connect_with(server, &era_args(&[]), modern()).await
 }
 
 async fn connect_with(server: &str, args: &[&str], modern: bool) -> Client {
@@ -376,7 +391,7 @@ impl Bench {
 
     /// Streamable HTTP throughput: `k` in flight on one client, as `tput`.
     fn http_tput(&self, url: &str, k: usize) -> f64 {
-        let c = self.rt.block_on(connect_http(url.to_owned(), false));
+        let c = self.rt.block_on(connect_http(url.to_owned(), modern()));
         let rate = self.window(&c, k);
         let _ = self.rt.block_on(c.cancel());
         rate
@@ -530,7 +545,7 @@ impl Bench {
         let server = self.a.server.clone();
         let (c, _) = self
             .rt
-            .block_on(spawn_with(&server, &["--tools", "10000"], false));
+            .block_on(spawn_with(&server, &era_args(&["--tools", "10000"]), modern()));
         let p = c.peer().clone();
         let v: Vec<Duration> = if self.a.native {
             self.task(async move {
@@ -551,7 +566,7 @@ impl Bench {
     fn child_list10k(&self) {
         let server = self.a.server.clone();
         let c = self.rt.block_on(async move {
-            let (c, _) = spawn_with(&server, &["--tools", "10000"], false).await;
+            let (c, _) = spawn_with(&server, &era_args(&["--tools", "10000"]), modern()).await;
             let r = c.list_tools(Default::default()).await.expect("tools/list");
             assert_eq!(r.tools.len(), 10_000);
             c
@@ -648,13 +663,7 @@ fn main() {
         b.child_list10k();
         return;
     }
-    // In the modern era only seq and http run.
-    let wants = |k: &str| a.wants(k) && (!a.modern || k == "seq" || k == "http");
-    for k in a.only.iter().flatten() {
-        if a.modern && !wants(k) {
-            eprintln!("rmcp-bench: --era modern runs seq and http only; {k} skipped");
-        }
-    }
+    let wants = |k: &str| a.wants(k);
     if wants("cold") {
         report(tag, "cold_ms", b.cold());
     }
@@ -676,6 +685,7 @@ fn main() {
     if wants("rss100") && a.native {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--server", &a.server, "--child-rss100"])
+            .args(if a.modern { &["--era", "modern"][..] } else { &[] })
             .output()
             .expect("rss100 child");
         let text = String::from_utf8_lossy(&out.stdout);
@@ -714,7 +724,7 @@ fn main() {
     }
     if wants("http_tput") {
         // One server for the three figures, a new client connection for each.
-        let (mut child, url) = start_http_server(&a.server, &[]);
+        let (mut child, url) = start_http_server(&a.server, a.server_args());
         for k in IN_FLIGHT {
             report(tag, &format!("http_tput_{k}"), b.http_tput(&url, k));
         }
@@ -726,6 +736,7 @@ fn main() {
         if a.native {
             let out = std::process::Command::new(std::env::current_exe().unwrap())
                 .args(["--server", &a.server, "--child-list10k"])
+                .args(if a.modern { &["--era", "modern"][..] } else { &[] })
                 .output()
                 .expect("list10k child");
             let text = String::from_utf8_lossy(&out.stdout);
