@@ -99,6 +99,30 @@ fn stateless_requests_carry_version_method_and_name() {
     c.close().unwrap();
 }
 
+/// A tool whose parameter declares `x-mcp-header` gets its value mirrored
+/// in an `Mcp-Param-*` header on a 2026-07-28 call once the tools are
+/// listed (the declaration is read from the cached list), while the other
+/// tools, which declare none, get none.
+#[test]
+fn declared_parameters_are_mirrored_in_headers() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let c = connect(&server, "fm-mparam", test_options());
+    assert_eq!(c.initialize().unwrap().era, Era::Modern);
+    assert!(c.list_tools().unwrap().iter().any(|t| t.name == "param_header"));
+    let got: Value = serde_json::from_str(&text(
+        c.call_tool("param_header", json!({"region": "us-west1"}))
+            .unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(got["region"], "us-west1");
+    assert_eq!(got["mcp-param-region"], "us-west1");
+    // A tool without declarations: no Mcp-Param header, the call goes.
+    assert_eq!(headers_seen(&c)["mcp-name"], "headers");
+    c.close().unwrap();
+}
+
 #[test]
 fn progress_and_logs_in_the_modern_era() {
     let Some(server) = Server::fastmcp(&[]) else {

@@ -55,6 +55,7 @@ import json
 import socket
 import sys
 import warnings
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -199,6 +200,13 @@ def build_server(era="dual"):
         names = ["mcp-session-id", "mcp-protocol-version", "authorization", "accept", "content-type",
                  "mcp-method", "mcp-name"]
         return json.dumps({n: h.get(n) for n in names})
+
+    @mcp.tool(description="The Mcp-Param header of a parameter that declares x-mcp-header.",
+              structured_output=False)
+    def param_header(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+                     ctx: Context) -> str:
+        h = ctx.headers or {}
+        return json.dumps({"region": region, "mcp-param-region": h.get("mcp-param-region")})
 
     @mcp.tool(description="Talk to the client on the GET stream.", structured_output=False)
     async def standalone(nonce: str, ctx: Context) -> str:
