@@ -110,7 +110,11 @@ fn declared_parameters_are_mirrored_in_headers() {
     };
     let c = connect(&server, "fm-mparam", test_options());
     assert_eq!(c.initialize().unwrap().era, Era::Modern);
-    assert!(c.list_tools().unwrap().iter().any(|t| t.name == "param_header"));
+    assert!(c
+        .list_tools()
+        .unwrap()
+        .iter()
+        .any(|t| t.name == "param_header"));
     let got: Value = serde_json::from_str(&text(
         c.call_tool("param_header", json!({"region": "us-west1"}))
             .unwrap(),
