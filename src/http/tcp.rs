@@ -118,7 +118,7 @@ const MIN_PER_ADDRESS: Duration = Duration::from_millis(10);
 /// Tries each resolved address in turn, each with an equal share of what
 /// is left of the connect timeout (at least [`MIN_PER_ADDRESS`]).
 fn connect(details: &ConnectionDetails) -> Result<TcpStream, Error> {
-    let addrs: Vec<SocketAddr> = details.addrs.iter().copied().collect();
+    let addrs: &[SocketAddr] = &details.addrs;
     let total = details.timeout.not_zero().map(|d| *d);
     let started = Instant::now();
     let mut last: Option<Error> = None;
@@ -211,6 +211,20 @@ fn is_head_with_body(out: &[u8]) -> bool {
     })
 }
 
+/// Calls `set` with the timeout to set for `want` when `current` will not
+/// do (`timeout_to_set`), and remembers it.
+fn set_lazily(
+    current: &mut Option<Duration>,
+    want: Option<Duration>,
+    set: impl FnOnce(Option<Duration>) -> io::Result<()>,
+) -> Result<(), Error> {
+    if let Some(t) = timeout_to_set(*current, want) {
+        set(t)?;
+        *current = t;
+    }
+    Ok(())
+}
+
 /// A socket timeout that expired, as ureq reports it.
 fn io_or_timeout(e: io::Error, reason: Timeout) -> Error {
     match e.kind() {
@@ -220,21 +234,20 @@ fn io_or_timeout(e: io::Error, reason: Timeout) -> Error {
 }
 
 impl LeanTcp {
+    /// Sets the socket's write timeout for `timeout`, if it must be
+    /// (`timeout_to_set`).
     fn set_write_timeout(&mut self, timeout: &NextTimeout) -> Result<(), Error> {
         let want = timeout.not_zero().map(|d| *d);
-        if let Some(set) = timeout_to_set(self.write_timeout, want) {
-            self.stream.set_write_timeout(set)?;
-            self.write_timeout = set;
-        }
-        Ok(())
+        set_lazily(&mut self.write_timeout, want, |t| {
+            self.stream.set_write_timeout(t)
+        })
     }
 
+    /// Sets the socket's read timeout to `want`, if it must be.
     fn set_read_timeout(&mut self, want: Option<Duration>) -> Result<(), Error> {
-        if let Some(set) = timeout_to_set(self.read_timeout, want) {
-            self.stream.set_read_timeout(set)?;
-            self.read_timeout = set;
-        }
-        Ok(())
+        set_lazily(&mut self.read_timeout, want, |t| {
+            self.stream.set_read_timeout(t)
+        })
     }
 
     /// Polls for input without blocking, yielding the CPU between polls, for
@@ -345,10 +358,10 @@ impl Transport for LeanTcp {
         }
         self.set_read_timeout(limit)?;
         let started = Instant::now();
-        let stream = Arc::clone(&self.stream);
+        let mut stream: &TcpStream = &self.stream;
         let input = self.buffers.input_append_buf();
         let n = loop {
-            match (&*stream).read(input) {
+            match stream.read(input) {
                 Ok(n) => break n,
                 // A signal: Linux does not restart a socket read that has a
                 // timeout. Go on with what is left of it.
