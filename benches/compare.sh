@@ -64,6 +64,35 @@ command -v taskset >/dev/null && PIN_OK=1
 TPUT_ROUNDS_SET=${TPUT_ROUNDS:+1}
 TPUT_ROUNDS=${TPUT_ROUNDS:-$ROUNDS}
 [[ -n "${QUICK:-}" ]] && TPUT_ROUNDS=1
+# Appends what a peer client prints to $2. In the modern era a peer that
+# cannot speak it (or fails) adds nothing and does not stop the run.
+peer() {
+  local era=$1 out=$2
+  shift 2
+  if [[ $era == modern ]]; then
+    "$@" >> "$out" 2>/dev/null || true
+  else
+    "$@" >> "$out"
+  fi
+}
+
+# Every client once on $scenario in era $1 (legacy | modern); the rest are
+# extra arguments for skald-mcp's client.
+run_clients() {
+  local era=$1
+  shift
+  local e=(--era "$era")
+  target/release/examples/bench_client --server "$SERVER" "${e[@]}" --only "$scenario" "$@" "${ARGS[@]}" >> "$RAW/ours.txt"
+  peer "$era" "$RAW/rmcp.txt" benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native "${e[@]}" --only "$scenario" "${ARGS[@]}"
+  peer "$era" "$RAW/blockon.txt" benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon "${e[@]}" --only "$scenario" "${ARGS[@]}"
+  if [[ -n "$PY_OK" ]]; then
+    peer "$era" "$RAW/python.txt" python3 benches/peers/python_client.py --server "$SERVER" "${e[@]}" --only "$scenario" "${ARGS[@]}"
+  fi
+  if [[ -n "$TS_OK" ]]; then
+    peer "$era" "$RAW/ts.txt" node benches/peers/ts/ts_client.mjs --server "$SERVER" "${e[@]}" --only "$scenario" "${ARGS[@]}"
+  fi
+}
+
 for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k; do
   n=$ROUNDS
   [[ $scenario == tput ]] && n=$TPUT_ROUNDS
@@ -85,30 +114,11 @@ for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k;
     fi
     extra=()
     [[ $scenario == seq || $scenario == http ]] && extra=(--floor-variants)
-    target/release/examples/bench_client --server "$SERVER" --only "$scenario" "${extra[@]}" "${ARGS[@]}" >> "$RAW/ours.txt"
-    benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt"
-    benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt"
-    if [[ -n "$PY_OK" ]]; then
-      python3 benches/peers/python_client.py --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/python.txt"
-    fi
-    if [[ -n "$TS_OK" ]]; then
-      node benches/peers/ts/ts_client.mjs --server "$SERVER" --only "$scenario" "${ARGS[@]}" >> "$RAW/ts.txt"
-    fi
-    if [[ -z "${NO_MODERN:-}" ]]; then
-      # The 2026-07-28 era in the same rotation as the legacy one (a pass
-      # of its own at the end of the run met another load): every
-      # scenario, lines @<client>-modern; a peer that cannot speak it
-      # prints nothing. NO_MODERN=1 leaves the pass out.
-      target/release/examples/bench_client --server "$SERVER" --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/ours.txt"
-      benches/peers/target/release/rmcp-bench --server "$SERVER" --mode native --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/rmcp.txt" 2>/dev/null || true
-      benches/peers/target/release/rmcp-bench --server "$SERVER" --mode blockon --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/blockon.txt" 2>/dev/null || true
-      if [[ -n "$PY_OK" ]]; then
-        python3 benches/peers/python_client.py --server "$SERVER" --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/python.txt" 2>/dev/null || true
-      fi
-      if [[ -n "$TS_OK" ]]; then
-        node benches/peers/ts/ts_client.mjs --server "$SERVER" --era modern --only "$scenario" "${ARGS[@]}" >> "$RAW/ts.txt" 2>/dev/null || true
-      fi
-    fi
+    run_clients legacy "${extra[@]}"
+    # The 2026-07-28 era in the same rotation as the legacy one (a pass of
+    # its own at the end of the run met another load): every scenario,
+    # lines @<client>-modern. NO_MODERN=1 leaves the pass out.
+    [[ -n "${NO_MODERN:-}" ]] || run_clients modern
   done
   uptime >> "$RAW/uptime-rounds"
 done

@@ -90,14 +90,11 @@ def children():
 
 
 @contextlib.asynccontextmanager
-async def connect(server, args=(), modern=None, list_tools=True):
-    """Spawn -> initialize (modern: server/discover) -> tools/list. The era
-    and the server's era arguments default to this run's."""
-    if modern is None:
-        modern = ERA_MODERN
-        args = era_args(args)
-    params = StdioServerParameters(command=server, args=list(args))
-    if modern:
+async def connect(server, args=(), list_tools=True):
+    """Spawn (this run's era arguments, then `args`) -> initialize (modern:
+    server/discover) -> tools/list."""
+    params = StdioServerParameters(command=server, args=era_args(args))
+    if ERA_MODERN:
         async with Client(params, mode="auto") as c:
             if c.protocol_version != MODERN:
                 raise RuntimeError(f"negotiated {c.protocol_version}, not {MODERN}")
@@ -115,11 +112,9 @@ async def connect(server, args=(), modern=None, list_tools=True):
 
 
 @contextlib.asynccontextmanager
-async def connect_http(url, modern=None):
+async def connect_http(url):
     """initialize (modern: server/discover) -> tools/list over Streamable HTTP."""
-    if modern is None:
-        modern = ERA_MODERN
-    if modern:
+    if ERA_MODERN:
         async with Client(url, mode="auto") as c:
             if c.protocol_version != MODERN:
                 raise RuntimeError(f"negotiated {c.protocol_version}, not {MODERN}")
@@ -163,8 +158,8 @@ async def cold(server, n):
     return sorted(v)[len(v) // 2] * 1e3
 
 
-async def seq(server, size, n, modern=False):
-    async with connect(server, MODERN_SERVER_ARGS if modern else [], modern) as s:
+async def seq(server, size, n):
+    async with connect(server) as s:
         r = await call(s, size)
         assert len(r.content[0].text) == size
         for _ in range(n // 10 + 5):
@@ -284,9 +279,9 @@ async def kill_once(server):
         return d
 
 
-async def http(server, n, modern=False):
-    with http_server(server, MODERN_SERVER_ARGS if modern else []) as url:
-        async with connect_http(url, modern) as s:
+async def http(server, n):
+    with http_server(server, era_args()) as url:
+        async with connect_http(url) as s:
             for _ in range(n // 10 + 5):
                 await call(s, 128)
             v = []
@@ -310,8 +305,7 @@ async def main():
     if a.child_list10k:
         print(f"list10k {await child_list10k(a.server)}", flush=True)
         return
-    modern = ERA_MODERN
-    if modern:
+    if ERA_MODERN:
         WHO = "python-modern"
     only = a.only.split(",") if a.only else None
     wants = lambda k: only is None or k in only  # noqa: E731
@@ -323,7 +317,7 @@ async def main():
         report("cold_ms", await cold(a.server, 5 if a.quick else 15))
     if wants("seq"):
         for size, tag in SIZES:
-            p50, p99 = micros(await seq(a.server, size, iters[size], modern))
+            p50, p99 = micros(await seq(a.server, size, iters[size]))
             report(f"seq_{tag}_p50_us", p50)
             report(f"seq_{tag}_p99_us", p99)
     if wants("tput"):
@@ -348,7 +342,7 @@ async def main():
         report("kill_ms", sorted(v)[len(v) // 2] * 1e3)
         report("kill_max_ms", max(v) * 1e3)
     if wants("http"):
-        p50, p99 = micros(await http(a.server, 200 if a.quick else 1000, modern))
+        p50, p99 = micros(await http(a.server, 200 if a.quick else 1000))
         report("http_p50_us", p50)
         report("http_p99_us", p99)
     if wants("http_tput"):

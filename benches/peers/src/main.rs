@@ -107,14 +107,6 @@ impl Args {
             (false, true) => "rmcp-blockon-modern",
         }
     }
-    /// The echo server's arguments for this era (stdio and HTTP).
-    fn server_args(&self) -> &'static [&'static str] {
-        if self.modern {
-            &["--dual-era"]
-        } else {
-            &[]
-        }
-    }
 }
 
 fn parse_args() -> Args {
@@ -215,12 +207,15 @@ fn check_era(c: &Client, modern: bool) {
 }
 
 async fn spawn(server: &str) -> (Client, u32) {
-    spawn_with(server, &era_args(&[]), modern()).await
+    spawn_with(server, &[]).await
 }
 
-async fn spawn_with(server: &str, args: &[&str], modern: bool) -> (Client, u32) {
+/// Starts `server` with this run's era arguments and `extra`, in this
+/// run's era.
+async fn spawn_with(server: &str, extra: &[&str]) -> (Client, u32) {
+    let modern = modern();
     let mut cmd = tokio::process::Command::new(server);
-    cmd.args(args);
+    cmd.args(era_args(extra));
     let t = TokioChildProcess::new(cmd).expect("spawn");
     let pid = t.id().expect("pid");
     let c = handler()
@@ -232,16 +227,13 @@ async fn spawn_with(server: &str, args: &[&str], modern: bool) -> (Client, u32) 
 }
 
 async fn connect(server: &str) -> Client {
-    connect_with(server, &era_args(&[]), modern()).await
-}
-
-async fn connect_with(server: &str, args: &[&str], modern: bool) -> Client {
-    let (c, _) = spawn_with(server, args, modern).await;
+    let (c, _) = spawn(server).await;
     c.list_tools(Default::default()).await.expect("tools/list");
     c
 }
 
-async fn connect_http(url: String, modern: bool) -> Client {
+async fn connect_http(url: String) -> Client {
+    let modern = modern();
     let c: Client = handler()
         .serve_with_lifecycle(
             StreamableHttpClientTransport::from_uri(url),
@@ -343,10 +335,9 @@ impl Bench {
 
     fn seq(&self, size: usize, n: usize) -> Vec<Duration> {
         let server = self.a.server.clone();
-        let (args, modern) = (self.a.server_args(), self.a.modern);
         if self.a.native {
             self.task(async move {
-                let c = connect_with(&server, args, modern).await;
+                let c = connect(&server).await;
                 let r = call(c.peer(), json!({ "size": size })).await.unwrap();
                 let text = serde_json::to_value(&r).unwrap()["content"][0]["text"]
                     .as_str()
@@ -365,7 +356,7 @@ impl Bench {
                 v
             })
         } else {
-            let c = self.rt.block_on(connect_with(&server, args, modern));
+            let c = self.rt.block_on(connect(&server));
             for _ in 0..n / 10 + 5 {
                 self.rt.block_on(call_size(c.peer(), size));
             }
@@ -391,7 +382,7 @@ impl Bench {
 
     /// Streamable HTTP throughput: `k` in flight on one client, as `tput`.
     fn http_tput(&self, url: &str, k: usize) -> f64 {
-        let c = self.rt.block_on(connect_http(url.to_owned(), modern()));
+        let c = self.rt.block_on(connect_http(url.to_owned()));
         let rate = self.window(&c, k);
         let _ = self.rt.block_on(c.cancel());
         rate
@@ -543,9 +534,7 @@ impl Bench {
     /// `tools/list` of 10 000 tools over stdio: p50 of 5 after one warm-up.
     fn list10k(&self) -> f64 {
         let server = self.a.server.clone();
-        let (c, _) = self
-            .rt
-            .block_on(spawn_with(&server, &era_args(&["--tools", "10000"]), modern()));
+        let (c, _) = self.rt.block_on(spawn_with(&server, &["--tools", "10000"]));
         let p = c.peer().clone();
         let v: Vec<Duration> = if self.a.native {
             self.task(async move {
@@ -566,7 +555,7 @@ impl Bench {
     fn child_list10k(&self) {
         let server = self.a.server.clone();
         let c = self.rt.block_on(async move {
-            let (c, _) = spawn_with(&server, &era_args(&["--tools", "10000"]), modern()).await;
+            let (c, _) = spawn_with(&server, &["--tools", "10000"]).await;
             let r = c.list_tools(Default::default()).await.expect("tools/list");
             assert_eq!(r.tools.len(), 10_000);
             c
@@ -610,10 +599,9 @@ impl Bench {
     }
 
     fn http(&self, url: String, n: usize) -> Vec<Duration> {
-        let modern = self.a.modern;
         if self.a.native {
             self.task(async move {
-                let c = connect_http(url, modern).await;
+                let c = connect_http(url).await;
                 for _ in 0..n / 10 + 5 {
                     call_size(c.peer(), 128).await;
                 }
@@ -627,7 +615,7 @@ impl Bench {
                 v
             })
         } else {
-            let c = self.rt.block_on(connect_http(url, modern));
+            let c = self.rt.block_on(connect_http(url));
             for _ in 0..n / 10 + 5 {
                 self.rt.block_on(call_size(c.peer(), 128));
             }
@@ -685,7 +673,11 @@ fn main() {
     if wants("rss100") && a.native {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--server", &a.server, "--child-rss100"])
-            .args(if a.modern { &["--era", "modern"][..] } else { &[] })
+            .args(if a.modern {
+                &["--era", "modern"][..]
+            } else {
+                &[]
+            })
             .output()
             .expect("rss100 child");
         let text = String::from_utf8_lossy(&out.stdout);
@@ -715,7 +707,7 @@ fn main() {
     }
     if wants("http") {
         let n = if a.quick { 500 } else { 3000 };
-        let (mut child, url) = start_http_server(&a.server, a.server_args());
+        let (mut child, url) = start_http_server(&a.server, &era_args(&[]));
         let (p50, p99) = micros(b.http(url, n));
         report(tag, "http_p50_us", p50);
         report(tag, "http_p99_us", p99);
@@ -724,7 +716,7 @@ fn main() {
     }
     if wants("http_tput") {
         // One server for the three figures, a new client connection for each.
-        let (mut child, url) = start_http_server(&a.server, a.server_args());
+        let (mut child, url) = start_http_server(&a.server, &era_args(&[]));
         for k in IN_FLIGHT {
             report(tag, &format!("http_tput_{k}"), b.http_tput(&url, k));
         }
@@ -736,7 +728,11 @@ fn main() {
         if a.native {
             let out = std::process::Command::new(std::env::current_exe().unwrap())
                 .args(["--server", &a.server, "--child-list10k"])
-                .args(if a.modern { &["--era", "modern"][..] } else { &[] })
+                .args(if a.modern {
+                    &["--era", "modern"][..]
+                } else {
+                    &[]
+                })
                 .output()
                 .expect("list10k child");
             let text = String::from_utf8_lossy(&out.stdout);
