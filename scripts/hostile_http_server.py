@@ -30,7 +30,7 @@ Usage:
 
 Once it listens it prints exactly one line `READY <port>` to stdout.
 
-Endpoint /mcp. `initialize` answers with a JSON body and a new session id. Any other request
+Endpoint /mcp (a POST to /moved gets a 307 redirect to /mcp). `initialize` answers with a JSON body and a new session id. Any other request
 without the session id gets 400; with an unknown, expired or deleted one 404. Notifications and
 responses get 202. Tools (tools/call), each a different behaviour:
 
@@ -286,6 +286,11 @@ class Handler(BaseHTTPRequestHandler):
             self.refuse(400, "Parse error")
             return
         self.record(msg)
+        if self.path == "/moved":
+            # The endpoint has moved: every POST is redirected, method and
+            # body kept (307).
+            self.send_plain(307, b"", ctype="text/plain", headers={"Location": "/mcp"})
+            return
         method = msg.get("method") if isinstance(msg, dict) else None
         with LOCK:
             busy = STATE.get("busy")

@@ -266,6 +266,15 @@ pub const HTTP_ERROR_BODY_LIMIT: usize = 4 * 1024;
 /// blocked read may now end this much after the deadline.
 pub const HTTP_SOCKET_TIMEOUT_SLACK: Duration = Duration::from_millis(50);
 
+/// The read buffer of a plain-HTTP POST socket (`http::h1`): an answer's
+/// head and small bodies are read into it in one `recv`; a larger body is
+/// read straight into the caller's buffer.
+pub const HTTP_READ_BUFFER: usize = 16 * 1024;
+
+/// Most `307`/`308` redirects a plain-HTTP request follows (to the same
+/// origin only; see `http::h1`).
+pub const HTTP_MAX_REDIRECTS: u32 = 5;
+
 /// Stack size of the HTTP threads (POST workers, the GET listener). They
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;

@@ -152,6 +152,34 @@ fn headers_session_and_protocol_version_on_every_request() {
 }
 
 #[test]
+fn a_moved_endpoint_is_followed_with_method_and_body() {
+    // Plain-http POSTs are written by skald-mcp's own HTTP/1.1 code; a
+    // redirect goes back through ureq, which follows it.
+    let server = Server::hostile(&[]);
+    let opts = test_options();
+    let agent = format!("{}/{}", opts.client_name, opts.client_version);
+    let url = server.url().replace("/mcp", "/moved");
+    let c = McpHttpServer::connect(&McpServerConfig::http("h-moved", url), opts).expect("connects");
+    assert_eq!(
+        text(c.call_tool("echo", json!({"text": "moved"})).unwrap()),
+        "moved"
+    );
+    c.close().unwrap();
+    let calls: Vec<Value> = server
+        .posts_of("tools/call")
+        .into_iter()
+        .filter(|r| r["body"]["params"]["name"] == "echo")
+        .collect();
+    let paths: Vec<&str> = calls.iter().filter_map(|r| r["path"].as_str()).collect();
+    assert_eq!(paths.first(), Some(&"/moved"), "{paths:?}");
+    assert_eq!(paths.last(), Some(&"/mcp"), "{paths:?}");
+    for r in &calls {
+        assert_eq!(r["body"]["params"]["arguments"]["text"], "moved", "{r}");
+        assert_eq!(header(r, "user-agent"), Some(agent.as_str()), "{r}");
+    }
+}
+
+#[test]
 fn elicitation_capability_only_with_a_handler() {
     let server = Server::hostile(&[]);
     let opts =

@@ -64,6 +64,7 @@
 //! the connection's threads runs. Dropping the client waits for nothing:
 //! the `DELETE` and the interruption are done by a short-lived thread.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -89,6 +90,7 @@ use crate::peer::{client_capabilities, Outbound, Peer, SendFailure, Sending};
 use crate::sse::{SseError, SseReader, SseStep};
 
 mod get_stream;
+mod h1;
 mod headers;
 mod legacy_sse;
 mod resolve;
@@ -144,6 +146,9 @@ struct Shared {
     /// The URL without user info and query, for log lines.
     shown_url: String,
     agent: Agent,
+    /// The POSTs of requests over plain `http://` (see [`h1`]); `None`:
+    /// through `agent`.
+    h1: Option<Arc<h1::H1>>,
     /// `Bearer <api_key>`, resolved.
     auth: Option<String>,
     /// `McpServerConfig::headers`, resolved: sent with every request.
@@ -344,6 +349,11 @@ fn bearer_header(config: &McpServerConfig) -> Result<Option<String>> {
     Ok(Some(value))
 }
 
+/// The `User-Agent` of every request: the client's name and version.
+fn user_agent(options: &ClientOptions) -> String {
+    format!("{}/{}", options.client_name, options.client_version)
+}
+
 /// The agent of one connection: statuses are answers, not errors; name
 /// resolution and connecting bounded by [`HTTP_CONNECT_TIMEOUT`], writes by
 /// the call timeout, reads by `per_read` (`None`: an event stream, which
@@ -361,10 +371,7 @@ fn connection_agent(options: &ClientOptions, per_read: Option<Duration>) -> Agen
         // for the raw floor). Keep one per request slot.
         .max_idle_connections(HTTP_MAX_CONCURRENT_POSTS + POST_POOL_SPARE)
         .max_idle_connections_per_host(HTTP_MAX_CONCURRENT_POSTS + POST_POOL_SPARE)
-        .user_agent(format!(
-            "{}/{}",
-            options.client_name, options.client_version
-        ))
+        .user_agent(user_agent(options))
         .build();
     Agent::with_parts(
         config,
@@ -590,37 +597,59 @@ impl Shared {
         initialize: bool,
         modern: Option<&[(String, String)]>,
     ) -> RequestBuilder<B> {
+        // A DPoP proof names the request's method and URL.
+        let method = rb.method_ref().map_or("POST", |m| m.as_str()).to_owned();
+        let url = || {
+            rb.uri_ref()
+                .map_or_else(|| self.url.clone(), |u| u.to_string())
+        };
+        let headers = self.header_list(&method, url, s, initialize, modern);
+        for (k, v) in headers {
+            rb = rb.header(k.as_ref(), v.as_ref());
+        }
+        rb
+    }
+
+    /// The headers of a request besides its content headers: the
+    /// configured ones, authorization (for a request of `method` to the URL
+    /// `url` gives), and the session and protocol-version headers (legacy)
+    /// or the request's own headers (`modern`).
+    fn header_list<'a>(
+        &'a self,
+        method: &str,
+        url: impl FnOnce() -> String,
+        s: &'a Session,
+        initialize: bool,
+        modern: Option<&'a [(String, String)]>,
+    ) -> Vec<(Cow<'a, str>, Cow<'a, str>)> {
+        let mut out: Vec<(Cow<'a, str>, Cow<'a, str>)> =
+            Vec::with_capacity(self.extra_headers.len() + 3 + modern.map_or(0, <[_]>::len));
         for (k, v) in &self.extra_headers {
-            rb = rb.header(k.as_str(), v.as_str());
+            out.push((k.as_str().into(), v.as_str().into()));
         }
         if let Some(o) = &self.oauth {
-            // A DPoP proof names the request's method and URL.
-            let method = rb.method_ref().map_or("POST", |m| m.as_str()).to_owned();
-            let url = rb
-                .uri_ref()
-                .map_or_else(|| self.url.clone(), |u| u.to_string());
-            for (k, v) in o.request_headers(&method, &url) {
-                rb = rb.header(k, v);
+            for (k, v) in o.request_headers(method, &url()) {
+                out.push((k.into(), v.into()));
             }
         } else if let Some(a) = &self.auth {
-            rb = rb.header("Authorization", a.as_str());
+            out.push(("Authorization".into(), a.as_str().into()));
         }
         if let Some(h) = modern {
             // Stateless: no session, the version from the body's `_meta`.
             for (k, v) in h {
-                rb = rb.header(k.as_str(), v.as_str());
+                out.push((k.as_str().into(), v.as_str().into()));
             }
-            return rb;
+            return out;
         }
         if !initialize {
             if let Some(id) = &s.id {
-                rb = rb.header(SESSION_HEADER, id.as_str());
+                out.push((SESSION_HEADER.into(), id.as_str().into()));
             }
             if let Some(v) = &s.protocol_version {
-                rb = rb.header(VERSION_HEADER, v.as_str());
+                out.push((VERSION_HEADER.into(), v.as_str().into()));
             }
         }
-        rb
+        out
     }
 
     /// The per-read timeout of a request's response (a long-lived
@@ -956,24 +985,15 @@ impl Shared {
     ) -> std::result::Result<(), Failure> {
         let initialize = job.method == "initialize";
         let method = Some(job.method.as_str());
-        let read_timeout = self.read_timeout(job);
-        let rb = self
-            .agent
-            .post(&self.url)
-            .header("Content-Type", "application/json")
-            .header("Accept", POST_ACCEPT);
-        let rb = self
-            .with_headers(rb, session, initialize, job.modern.as_deref())
-            .config()
-            .timeout_recv_response(Some(read_timeout))
-            .timeout_per_read(Some(read_timeout))
-            .timeout_global(
-                job.inline_deadline
-                    .map(|d| d.saturating_duration_since(Instant::now())),
+        let resp = self
+            .send_post(
+                &job.body,
+                session,
+                initialize,
+                job.modern.as_deref(),
+                Some(self.read_timeout(job)),
+                job.inline_deadline,
             )
-            .build();
-        let resp = rb
-            .send(&job.body[..])
             .map_err(|e| Failure::Error(self.transport_err(method, "POST", e)))?;
         self.note_dpop_nonce(&resp);
         let status = resp.status().as_u16();
@@ -1027,7 +1047,13 @@ impl Shared {
             )));
         }
         match media_type(&resp).as_str() {
-            "application/json" => self.read_json(peer, job, status, resp.into_body(), observer),
+            "application/json" => {
+                let len = resp
+                    .body()
+                    .content_length()
+                    .or_else(|| resp.extensions().get::<h1::ContentLength>().map(|l| l.0));
+                self.read_json(peer, job, status, len, resp.into_body(), observer)
+            }
             "text/event-stream" => {
                 let mut reader =
                     SseReader::new(resp.into_body().into_reader(), self.max_message_size);
@@ -1055,6 +1081,48 @@ impl Shared {
                 )))
             }
         }
+    }
+
+    /// Sends a POST of `body` (a message with the session's headers, or a
+    /// modern request's own) and returns the answer once its head is in:
+    /// over [`h1`] for plain `http://`, through ureq otherwise.
+    /// `read_timeout` bounds the wait for the answer and each read of it
+    /// (`None`: the agent's per-read timeout), `deadline` the whole
+    /// exchange.
+    fn send_post(
+        &self,
+        body: &[u8],
+        session: &Session,
+        initialize: bool,
+        modern: Option<&[(String, String)]>,
+        read_timeout: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> std::result::Result<Response<Body>, ureq::Error> {
+        if let Some(h1) = &self.h1 {
+            let list = self.header_list("POST", || h1.url(), session, initialize, modern);
+            let mut headers: Vec<(&str, &str)> = Vec::with_capacity(list.len() + 2);
+            headers.push(("Content-Type", "application/json"));
+            headers.push(("Accept", POST_ACCEPT));
+            headers.extend(list.iter().map(|(k, v)| (k.as_ref(), v.as_ref())));
+            let limits = h1::Limits {
+                recv_response: read_timeout,
+                per_read: read_timeout,
+                deadline,
+            };
+            return h1.post(&headers, body, limits);
+        }
+        let rb = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", POST_ACCEPT);
+        let mut rb = self.with_headers(rb, session, initialize, modern).config();
+        if let Some(t) = read_timeout {
+            rb = rb.timeout_recv_response(Some(t)).timeout_per_read(Some(t));
+        }
+        rb.timeout_global(deadline.map(|d| d.saturating_duration_since(Instant::now())))
+            .build()
+            .send(body)
     }
 
     /// The answer to a modern request that got a `4xx`: the JSON-RPC error
@@ -1129,11 +1197,12 @@ impl Shared {
         peer: &Arc<Peer>,
         job: &Job,
         status: u16,
+        content_length: Option<u64>,
         body: Body,
         observer: Option<InitObserver>,
     ) -> std::result::Result<(), Failure> {
         let max = self.max_message_size;
-        if let Some(len) = body.content_length() {
+        if let Some(len) = content_length {
             if len > max as u64 {
                 return Err(self.too_large(
                     &job.method,
@@ -1284,22 +1353,18 @@ impl Shared {
             (Some(_), Some(m)) => headers::request_headers(msg, m, None).ok(),
             _ => None,
         };
-        let timeout = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
+        // At least a millisecond: a deadline already past still sends.
+        let deadline = deadline.max(Instant::now() + Duration::from_millis(1));
         let body = serde_json::to_vec(msg).unwrap_or_default();
-        let rb = self
-            .agent
-            .post(&self.url)
-            .header("Content-Type", "application/json")
-            .header("Accept", POST_ACCEPT);
-        let rb = self
-            .with_headers(rb, &session, false, modern.as_deref())
-            .config()
-            .timeout_global(Some(timeout))
-            .build();
-        let resp = rb
-            .send(&body[..])
+        let resp = self
+            .send_post(
+                &body,
+                &session,
+                false,
+                modern.as_deref(),
+                None,
+                Some(deadline),
+            )
             .map_err(|e| self.transport_err(method, "POST", e))?;
         self.note_dpop_nonce(&resp);
         let status = resp.status().as_u16();
@@ -1506,6 +1571,19 @@ impl McpHttpServer {
             .clone()
             .map(|o| Arc::new(crate::auth::OAuthClient::new(&name, &url, o)));
         let agent = connection_agent(&options, Some(options.call_timeout));
+        let h1 = h1::H1::new(
+            &url,
+            &agent,
+            &extra_headers,
+            h1::Settings {
+                user_agent: user_agent(&options),
+                spin: options.caller_spin,
+                per_write: options.call_timeout,
+                per_read: options.call_timeout,
+                max_idle: HTTP_MAX_CONCURRENT_POSTS + POST_POOL_SPARE,
+            },
+        )
+        .map(Arc::new);
         let permits = bounded(HTTP_MAX_CONCURRENT_POSTS);
         for _ in 0..HTTP_MAX_CONCURRENT_POSTS {
             let _ = permits.0.try_send(());
@@ -1523,6 +1601,7 @@ impl McpHttpServer {
             shown_url: shown_url(&url),
             url,
             agent,
+            h1,
             oauth,
             auth,
             extra_headers,
@@ -1605,6 +1684,9 @@ impl McpHttpServer {
                     // Then every read still blocked (the GET stream, a POST
                     // thread's response) fails at once.
                     shared.agent.clone().shutdown();
+                    if let Some(h1) = &shared.h1 {
+                        h1.shutdown();
+                    }
                 },
             );
             return;
@@ -1615,6 +1697,9 @@ impl McpHttpServer {
         // POST threads see their read fail and finish, so they can be
         // joined here instead of left to end at their next read timeout.
         self.shared.agent.clone().shutdown();
+        if let Some(h1) = &self.shared.h1 {
+            h1.shutdown();
+        }
         let (handle, done) = {
             let mut l = self.shared.listener.lock();
             (l.handle.take(), l.done.take())

@@ -41,7 +41,7 @@
 use std::fmt;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -89,7 +89,7 @@ impl Connector<()> for LeanConnector {
         if !plain {
             return self.default.connect(details, chained);
         }
-        let stream = connect(details)?;
+        let stream = connect(&details.addrs, details.timeout.not_zero().map(|d| *d))?;
         if details.config.no_delay() {
             stream.set_nodelay(true)?;
         }
@@ -116,10 +116,8 @@ impl Connector<()> for LeanConnector {
 const MIN_PER_ADDRESS: Duration = Duration::from_millis(10);
 
 /// Tries each resolved address in turn, each with an equal share of what
-/// is left of the connect timeout (at least [`MIN_PER_ADDRESS`]).
-fn connect(details: &ConnectionDetails) -> Result<TcpStream, Error> {
-    let addrs: &[SocketAddr] = &details.addrs;
-    let total = details.timeout.not_zero().map(|d| *d);
+/// is left of the connect timeout `total` (at least [`MIN_PER_ADDRESS`]).
+pub(super) fn connect(addrs: &[SocketAddr], total: Option<Duration>) -> Result<TcpStream, Error> {
     let started = Instant::now();
     let mut last: Option<Error> = None;
     for (i, addr) in addrs.iter().enumerate() {
@@ -233,6 +231,54 @@ fn io_or_timeout(e: io::Error, reason: Timeout) -> Error {
     }
 }
 
+/// Polls `fd` for input without blocking, yielding the CPU between polls,
+/// for up to `spin`, when a [`SpinSlot`] is free. `Some(n)`: `n` bytes
+/// were read into `dst` (0: end of file); `None`: nothing came, sleep in a
+/// blocking wait.
+pub(super) fn spin_recv(fd: RawFd, dst: &mut [u8], spin: Duration) -> Result<Option<usize>, Error> {
+    if spin.is_zero() {
+        return Ok(None);
+    }
+    let Some(_slot) = SpinSlot::take() else {
+        return Ok(None);
+    };
+    let started = Instant::now();
+    loop {
+        // SAFETY: reads at most `dst.len()` bytes into `dst`, without
+        // blocking, from a socket the caller owns.
+        let n = unsafe { libc::recv(fd, dst.as_mut_ptr().cast(), dst.len(), libc::MSG_DONTWAIT) };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock if started.elapsed() < spin => std::thread::yield_now(),
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => {}
+            _ => return Err(Error::Io(e)),
+        }
+    }
+}
+
+/// Whether a pooled socket is still fit for a request: one
+/// `recv(MSG_PEEK | MSG_DONTWAIT)`. Nothing to read is what an idle
+/// kept-alive connection shows; end of file, an error or unexpected bytes
+/// mean it is not reusable.
+pub(super) fn peek_is_idle(fd: RawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: peeks at most one byte into a local, without blocking, from
+    // a socket the caller owns.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+}
+
 impl LeanTcp {
     /// Sets the socket's write timeout for `timeout`, if it must be
     /// (`timeout_to_set`).
@@ -254,38 +300,9 @@ impl LeanTcp {
     /// up to `self.spin` (and `limit`). `Some(n)`: `n` bytes were read (0:
     /// end of file); `None`: nothing came, sleep in a blocking read.
     fn spin_read(&mut self, limit: Option<Duration>) -> Result<Option<usize>, Error> {
-        if self.spin.is_zero() {
-            return Ok(None);
-        }
-        let Some(_slot) = SpinSlot::take() else {
-            return Ok(None);
-        };
         let spin = limit.map_or(self.spin, |l| l.min(self.spin));
-        let started = Instant::now();
         let fd = self.stream.as_raw_fd();
-        let input = self.buffers.input_append_buf();
-        loop {
-            // SAFETY: reads at most `input.len()` bytes into the buffer
-            // ureq lent us, without blocking, from our own socket.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    input.as_mut_ptr().cast(),
-                    input.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n >= 0 {
-                return Ok(Some(n as usize));
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock if started.elapsed() < spin => std::thread::yield_now(),
-                io::ErrorKind::WouldBlock => return Ok(None),
-                io::ErrorKind::Interrupted => {}
-                _ => return Err(Error::Io(e)),
-            }
-        }
+        spin_recv(fd, self.buffers.input_append_buf(), spin)
     }
 
     /// Writes the held head (if any) and `out` with as few writes as the
@@ -384,20 +401,7 @@ impl Transport for LeanTcp {
     }
 
     fn is_open(&mut self) -> bool {
-        let mut byte = 0u8;
-        // SAFETY: peeks at most one byte into a local, without blocking,
-        // from a socket this transport owns.
-        let n = unsafe {
-            libc::recv(
-                self.stream.as_raw_fd(),
-                (&mut byte as *mut u8).cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        // Nothing to read is what an idle kept-alive connection shows; end
-        // of file, an error or unexpected bytes mean it is not reusable.
-        n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+        peek_is_idle(self.stream.as_raw_fd())
     }
 }
 
