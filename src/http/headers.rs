@@ -31,19 +31,20 @@ pub(super) fn modern_version(msg: &Value) -> Option<&str> {
         .as_str()
 }
 
-/// The headers of modern request `msg` (method `method`). `input_schema`:
+/// The headers of a modern request of `method` with `params`, declaring
+/// protocol `version` (`None`: no version header). `input_schema`:
 /// the called tool's `inputSchema`, for `tools/call`, when known.
 pub(super) fn request_headers(
-    msg: &Value,
+    params: Option<&Value>,
+    version: Option<&str>,
     method: &str,
     input_schema: Option<&Value>,
 ) -> Result<Vec<(String, String)>, String> {
     let mut h = Vec::with_capacity(4);
-    if let Some(v) = modern_version(msg) {
+    if let Some(v) = version {
         h.push((VERSION_HEADER.to_owned(), v.to_owned()));
     }
     h.push((METHOD_HEADER.to_owned(), method.to_owned()));
-    let params = msg.get("params");
     let name = match method {
         "tools/call" | "prompts/get" => params.and_then(|p| p.get("name")),
         "resources/read" => params.and_then(|p| p.get("uri")),
@@ -151,7 +152,13 @@ mod tests {
         let msg = json!({"params": {"name": "execute_sql", "arguments": {
             "region": "us-west1", "n": 42.0, "deep": {"flag": true}, "query": "q"
         }, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-        let h = request_headers(&msg, "tools/call", Some(&schema)).unwrap();
+        let h = request_headers(
+            msg.get("params"),
+            modern_version(&msg),
+            "tools/call",
+            Some(&schema),
+        )
+        .unwrap();
         let get = |k: &str| h.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("MCP-Protocol-Version"), Some("2026-07-28"));
         assert_eq!(get("Mcp-Method"), Some("tools/call"));
@@ -161,7 +168,8 @@ mod tests {
         assert_eq!(get("Mcp-Param-Flag"), Some("true"));
         assert_eq!(get("Mcp-Param-Absent"), None);
         let r = request_headers(
-            &json!({"params": {"uri": "file:///é"}}),
+            Some(&json!({"uri": "file:///é"})),
+            None,
             "resources/read",
             None,
         )
@@ -173,7 +181,7 @@ mod tests {
     fn task_requests_are_routed_by_task_id() {
         for m in ["tasks/get", "tasks/update", "tasks/cancel"] {
             let msg = json!({"params": {"taskId": "786512e2"}});
-            let h = request_headers(&msg, m, None).unwrap();
+            let h = request_headers(msg.get("params"), None, m, None).unwrap();
             assert!(
                 h.contains(&("Mcp-Name".into(), "786512e2".into())),
                 "{m}: {h:?}"

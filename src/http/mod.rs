@@ -672,9 +672,15 @@ impl Shared {
 
     // ---- requests ---------------------------------------------------------
 
+    /// Posts request `id` of `method`, serialized as `body`, with the
+    /// headers of its era: the session's (legacy) or its own (`version`,
+    /// the modern protocol version it declares, and what `params` name).
+    #[allow(clippy::too_many_arguments)]
     fn start_request(
         self: &Arc<Self>,
-        msg: &Value,
+        body: Vec<u8>,
+        params: Option<&Value>,
+        version: Option<&str>,
         id: i64,
         method: &str,
         deadline: Instant,
@@ -704,13 +710,13 @@ impl Shared {
                 }
             }
         };
-        let modern = match headers::modern_version(msg) {
+        let modern = match version {
             None => None,
             Some(_) => {
                 let tools = (method == "tools/call")
                     .then(|| peer.cached_tools())
                     .flatten();
-                let name = msg.pointer("/params/name").and_then(Value::as_str);
+                let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
                 // The schema is kept as text: parsed only when it declares
                 // headers to mirror.
                 let schema = tools
@@ -719,7 +725,7 @@ impl Shared {
                     .map(|t| t.input_schema_json())
                     .filter(|s| crate::model::declares_headers(s))
                     .and_then(|s| serde_json::from_str::<Value>(s).ok());
-                match headers::request_headers(msg, method, schema.as_ref()) {
+                match headers::request_headers(params, version, method, schema.as_ref()) {
                     Ok(h) => Some(h),
                     Err(message) => {
                         return Err(SendFailure::Error(McpError::InvalidInput {
@@ -742,7 +748,7 @@ impl Shared {
             && method != "initialize"
             && method != "subscriptions/listen";
         let job = Job {
-            body: serde_json::to_vec(msg).unwrap_or_default(),
+            body,
             id,
             method: method.to_owned(),
             timeout: deadline.saturating_duration_since(Instant::now()),
@@ -1350,7 +1356,9 @@ impl Shared {
         let method = msg.get("method").and_then(Value::as_str);
         let session = self.snapshot();
         let modern = match (headers::modern_version(msg), method) {
-            (Some(_), Some(m)) => headers::request_headers(msg, m, None).ok(),
+            (Some(v), Some(m)) => {
+                headers::request_headers(msg.get("params"), Some(v), m, None).ok()
+            }
             _ => None,
         };
         // At least a millisecond: a deadline already past still sends.
@@ -1437,10 +1445,15 @@ struct HttpOutbound {
 impl Outbound for HttpOutbound {
     fn send(&self, msg: &Value, deadline: Instant) -> std::result::Result<(), SendFailure> {
         match as_request(msg) {
-            Some((id, method)) => {
-                self.shared
-                    .start_request(msg, id, method, deadline, Sending::default())
-            }
+            Some((id, method)) => self.shared.start_request(
+                serde_json::to_vec(msg).unwrap_or_default(),
+                msg.get("params"),
+                headers::modern_version(msg),
+                id,
+                method,
+                deadline,
+                Sending::default(),
+            ),
             None => self
                 .shared
                 .post_message(msg, deadline)
@@ -1457,12 +1470,23 @@ impl Outbound for HttpOutbound {
         how: Sending,
         deadline: Instant,
     ) -> std::result::Result<(), SendFailure> {
-        let msg = crate::jsonrpc::request_value_owned(
-            &crate::jsonrpc::RequestId::Number(id),
-            method,
-            crate::jsonrpc::params_value(params, extra),
-        );
-        self.shared.start_request(&msg, id, method, deadline, how)
+        // The version a modern request declares: from the connection's
+        // shared `_meta`, or the caller's own.
+        let version = extra
+            .shared
+            .and_then(|m| m.get(crate::model::keys::PROTOCOL_VERSION))
+            .or_else(|| {
+                params?
+                    .get("_meta")?
+                    .get(crate::model::keys::PROTOCOL_VERSION)
+            })
+            .and_then(Value::as_str);
+        // Written straight from the params, `extra` merged as it goes: no
+        // value of the whole request is built only to be serialized.
+        let mut body = crate::jsonrpc::encode_request_direct(id, method, params, extra);
+        body.pop(); // the newline of the stdio framing
+        self.shared
+            .start_request(body, params, version, id, method, deadline, how)
     }
 
     fn try_send(&self, msg: &Value) -> std::result::Result<(), SendFailure> {
