@@ -148,6 +148,9 @@ impl H1 {
         {
             return None;
         }
+        // A name or version that cannot be sent as a header is ureq's to
+        // refuse, as before.
+        HeaderValue::from_str(&settings.user_agent).ok()?;
         let uri: Uri = url.parse().ok()?;
         if uri.scheme_str() != Some("http") {
             return None;
@@ -231,7 +234,9 @@ impl H1 {
             .to_str()
             .ok()?;
         if loc.starts_with('/') && !loc.starts_with("//") {
-            return Some(loc.to_owned());
+            // Only a valid request target goes on the request line.
+            let target: ureq::http::uri::PathAndQuery = loc.parse().ok()?;
+            return Some(target.as_str().to_owned());
         }
         let uri: Uri = loc.parse().ok()?;
         let same = uri.scheme_str() == Some("http")
@@ -1398,6 +1403,7 @@ mod tests {
         assert_eq!(moved("http://127.0.0.1:8001/other"), None);
         assert_eq!(moved("https://127.0.0.1:8000/other"), None);
         assert_eq!(moved("//evil.example/mcp"), None);
+        assert_eq!(moved("/a b"), None, "not a request target");
     }
 
     #[test]
@@ -1466,6 +1472,11 @@ mod tests {
         let proxy = ureq::Proxy::new("http://127.0.0.1:3128").unwrap();
         let proxied: Agent = Agent::config_builder().proxy(Some(proxy)).build().into();
         assert!(H1::new("http://127.0.0.1:1/mcp", &proxied, &[], s()).is_none());
+        let bad_agent = Settings {
+            user_agent: "x\r\nX-Injected: 1".into(),
+            ..s()
+        };
+        assert!(H1::new("http://127.0.0.1:1/mcp", &agent, &[], bad_agent).is_none());
         let bare = H1::new("http://127.0.0.1:1", &agent, &[], s()).unwrap();
         assert_eq!(bare.target, "/");
     }
