@@ -66,6 +66,7 @@ mod log;
 mod mcp_json;
 mod notification;
 mod peer;
+mod poll;
 mod prompts;
 mod resources;
 mod result;

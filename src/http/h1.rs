@@ -685,29 +685,20 @@ fn read_into(
 fn poll_for(fd: RawFd, events: libc::c_short, wait: Wait) -> Result<(), Error> {
     loop {
         let left = wait.left().map_err(Error::Timeout)?;
-        let mut p = libc::pollfd {
+        let started = Instant::now();
+        let mut fds = [libc::pollfd {
             fd,
             events,
             revents: 0,
-        };
-        // Rounded up: a wait of 0 ms would spin.
-        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-        // SAFETY: one pollfd, on the stack, for a socket the caller owns.
-        let r = unsafe { libc::poll(&mut p, 1, ms) };
-        if r > 0 {
+        }];
+        crate::poll::poll_fds(&mut fds, Some(left))?;
+        if fds[0].revents != 0 {
             return Ok(());
         }
-        if r == 0 {
-            if wait.left().is_ok_and(|l| !l.is_zero() && l < left) {
-                // Woken before its time (the rounding): wait out the rest.
-                continue;
-            }
+        if started.elapsed() >= left {
             return Err(Error::Timeout(wait.expired(left)));
         }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(Error::Io(e));
-        }
+        // A signal: wait out the rest.
     }
 }
 

@@ -42,6 +42,7 @@ use parking_lot::Mutex;
 use crate::error::McpError;
 use crate::limits::READER_BACKOFF;
 use crate::peer::{InlineRead, Peer};
+use crate::poll::{poll_fds, pollfd};
 
 use super::stderr::StderrReader;
 use super::stdin::StdinShared;
@@ -453,37 +454,6 @@ impl StdoutShared {
         }
         outcome
     }
-}
-
-pub(super) fn pollfd(fd: RawFd) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
-}
-
-/// Waits until one of `fds` is readable (or hung up), at most `timeout`.
-pub(super) fn poll_fds(fds: &mut [libc::pollfd], timeout: Option<Duration>) -> io::Result<()> {
-    let ms = match timeout {
-        // Rounded up: waking early would only poll again.
-        Some(t) => t
-            .as_micros()
-            .div_ceil(1000)
-            .min(i32::MAX as u128)
-            .try_into()
-            .unwrap_or(i32::MAX),
-        None => -1,
-    };
-    // SAFETY: valid pollfds for descriptors open as long as their owner.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 /// The child's exit status, if it is reaped within a moment of its stdout

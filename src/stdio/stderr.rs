@@ -14,8 +14,8 @@ use crate::limits::MAX_STDERR_LINE;
 use crate::log::LogTag;
 use crate::peer::Peer;
 
-use super::reader::{poll_fds, pollfd};
 use super::tail::StderrTail;
+use crate::poll::{poll_fds, pollfd};
 
 /// How much is still read after the client closed (the last lines of the
 /// killed group), so that a descendant outside the group that writes
