@@ -20,7 +20,8 @@
 //! (how long each throughput figure is measured) and `--no-floor` (leave
 //! the floor out of the throughput scenario). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
-//! collects.
+//! collects. `BENCH_CPU=1` also prints, for `start50`, the client's CPU
+//! time in the window by thread kind.
 //!
 //! The `era` scenario (not in the default set) compares the two protocol
 //! eras of this client against the echo server in `--dual-era` mode:
@@ -657,17 +658,80 @@ fn parallel_starts<C: Send + 'static>(
                 let c = start(&s, i);
                 let t1 = Instant::now();
                 b.wait();
+                // Held until the main thread has read the CPU times.
+                b.wait();
                 drop(c);
                 (t0, t1)
             })
         })
         .collect();
+    // `BENCH_CPU=1`: where the client's CPU time in the window went.
+    let diag = std::env::var_os("BENCH_CPU").is_some();
+    let cpu0 = process_cpu();
+    let before = if diag {
+        cpu_by_thread_kind()
+    } else {
+        Default::default()
+    };
     barrier.wait();
+    barrier.wait();
+    if diag {
+        let by: Vec<String> = cpu_by_thread_kind()
+            .into_iter()
+            .map(|(kind, (us, n))| {
+                let was = before.get(&kind).map_or(0, |b| b.0);
+                format!("{kind} x{n}: {:.2} ms", (us - was.min(us)) as f64 / 1e3)
+            })
+            .collect();
+        eprintln!(
+            "# start50: the client's CPU in the window {:.2} ms ({})",
+            (process_cpu() - cpu0).as_secs_f64() * 1e3,
+            by.join(", ")
+        );
+    }
     barrier.wait();
     let times: Vec<(Instant, Instant)> = hs.into_iter().map(|h| h.join().unwrap()).collect();
     let first = times.iter().map(|t| t.0).min().expect("50 starts");
     let last = times.iter().map(|t| t.1).max().expect("50 starts");
     last - first
+}
+
+/// CPU time (µs) and number of this process's threads, by thread name
+/// with its digits left out (`mcp-p7-io` counts as `mcp-p-io`), from
+/// `/proc/self/task/*/schedstat`.
+fn cpu_by_thread_kind() -> std::collections::BTreeMap<String, (u64, u32)> {
+    let mut by = std::collections::BTreeMap::<String, (u64, u32)>::new();
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        let kind: String = comm
+            .trim()
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect();
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        let ns: u64 = stat
+            .split(' ')
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        let e = by.entry(kind).or_default();
+        e.0 += ns / 1000;
+        e.1 += 1;
+    }
+    by
+}
+
+/// User + system CPU time of this process so far (all its threads).
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(r.ru_utime) + tv(r.ru_stime)
 }
 
 fn floor_start50(server: &str) -> Duration {

@@ -287,6 +287,17 @@ pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 /// costs a small stack ([`IO_THREAD_STACK`]).
 pub const SPAWNER_THREADS: usize = 32;
 
+/// Descriptor slots the process's file table is grown to, once, by the
+/// first spawner after its first start (Linux; capped by `RLIMIT_NOFILE`).
+/// A process whose threads share one file table waits for an RCU grace
+/// period each time the kernel doubles it (64 → 128 → 256 → …), and every
+/// thread that needs a descriptor past the old size waits with it: fifty
+/// servers started at once (six descriptors each) crossed three doublings,
+/// each a stall of 10-20 ms on a busy two-core machine. One growth, while
+/// the spawner is otherwise idle, pays one grace period instead, off the
+/// first caller's path. The table takes 8 bytes a slot.
+pub const FD_TABLE_RESERVE: usize = 1024;
+
 /// The capacity asked for a stdio server's stdout pipe (Linux's default is
 /// 64 KiB): a 1 MiB reply then needs a few reads of the reader thread, not
 /// one wake-up per 64 KiB. The kernel counts it against the user's pipe

@@ -266,9 +266,15 @@ fn group_has_live_member(pgid: u32) -> bool {
 /// spawners queued for that long each, and a pool created whole on the
 /// first start made that first caller wait for every thread of it. A
 /// program that starts its servers one at a time keeps one spawner.
+///
+/// The first spawner, once its first child is started, grows the process's
+/// file table to [`FD_TABLE_RESERVE`](crate::limits::FD_TABLE_RESERVE)
+/// slots: each growth the kernel makes on demand stalls every thread that
+/// needs a descriptor for an RCU grace period (10-20 ms each, three of them,
+/// when fifty servers started at once on two busy cores).
 mod spawner {
     use std::io;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::OnceLock;
 
     use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
@@ -291,6 +297,9 @@ mod spawner {
         live: AtomicUsize,
         /// Spawners waiting for a request.
         idle: AtomicUsize,
+        /// Whether a spawner has grown the file table
+        /// ([`FD_TABLE_RESERVE`](crate::limits::FD_TABLE_RESERVE)).
+        reserved: AtomicBool,
     }
 
     static POOL: OnceLock<Pool> = OnceLock::new();
@@ -341,6 +350,10 @@ mod spawner {
                 self.idle.fetch_sub(1, Ordering::AcqRel);
                 let Ok(req) = req else { return };
                 let _ = req.reply.send(spawn::spawn(&req.spec));
+                // After the reply, so the first start does not wait for it.
+                if !self.reserved.swap(true, Ordering::AcqRel) {
+                    spawn::reserve_fd_table(crate::limits::FD_TABLE_RESERVE);
+                }
             }
         }
     }
@@ -357,6 +370,7 @@ mod spawner {
                 threads: AtomicUsize::new(0),
                 live: AtomicUsize::new(0),
                 idle: AtomicUsize::new(0),
+                reserved: AtomicBool::new(false),
             }
         });
         if !pool.grow_if_busy() {
@@ -654,5 +668,32 @@ mod tests {
     #[test]
     fn server_is_send_sync() {
         assert_send_sync::<McpServer>();
+    }
+
+    /// The first start through the spawners grows the file table
+    /// (`FD_TABLE_RESERVE`), after its reply: seen within a deadline.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_spawners_grow_the_file_table_once() {
+        use spawn::tests::{fd_table_size, nofile_limit};
+        let s = Spec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "exit 0".into()],
+            env: Default::default(),
+            base: EnvBase::Allow(vec!["PATH".into()]),
+            cwd: None,
+        };
+        let mut child = spawner::spawn(s).expect("sh starts").proc;
+        assert!(child.wait().unwrap().success());
+        let want = crate::limits::FD_TABLE_RESERVE.min(nofile_limit());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while fd_table_size() < want {
+            assert!(
+                Instant::now() < deadline,
+                "FDSize {} < {want}",
+                fd_table_size()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }

@@ -118,6 +118,48 @@ impl Proc {
     }
 }
 
+/// Grows the process's file-descriptor table to at least `slots` entries
+/// (fewer when `RLIMIT_NOFILE` is lower), so that the descriptors of the
+/// servers to come need no growth of it, each of which waits for an RCU
+/// grace period in a multi-threaded process (see
+/// [`FD_TABLE_RESERVE`](crate::limits::FD_TABLE_RESERVE)). Best effort: a
+/// failure changes nothing but the speed of later starts.
+pub(super) fn reserve_fd_table(slots: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: an all-zero rlimit is a valid value of that C struct.
+        let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+        // SAFETY: getrlimit fills the struct we pass.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            return;
+        }
+        let top = (slots as u64).min(lim.rlim_cur as u64);
+        let Some(fd) = top
+            .checked_sub(1)
+            .and_then(|t| libc::c_int::try_from(t).ok())
+        else {
+            return;
+        };
+        // The lowest free descriptor at or above `fd`: the kernel grows
+        // the table to hold it. Duplicating stderr (any open descriptor
+        // would do; 0-2 may all be closed, then there is nothing to grow
+        // for and it fails harmlessly) and closing the copy at once.
+        // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor that only this
+        // function knows of, closed before it returns.
+        unsafe {
+            for src in [2, 1, 0] {
+                let d = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, fd);
+                if d >= 0 {
+                    libc::close(d);
+                    break;
+                }
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = slots;
+}
+
 /// Starts `spec` with its stdin, stdout and stderr piped.
 pub(super) fn spawn(spec: &Spec) -> io::Result<Spawned> {
     #[cfg(target_os = "linux")]
@@ -438,7 +480,7 @@ mod linux {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::io::{BufRead, BufReader, Read};
 
@@ -579,6 +621,44 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success(), "{status}");
+    }
+
+    /// The size of this process's file table (`FDSize` in
+    /// `/proc/self/status`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn fd_table_size() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
+        line["FDSize:".len()..].trim().parse().unwrap()
+    }
+
+    /// `RLIMIT_NOFILE`'s soft limit.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn nofile_limit() -> usize {
+        // SAFETY: an all-zero rlimit is a valid value of that C struct.
+        let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+        // SAFETY: getrlimit fills the struct we pass.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        lim.rlim_cur as usize
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_file_table_grows_and_no_descriptor_is_left_open() {
+        let want = 300.min(nofile_limit());
+        reserve_fd_table(300);
+        assert!(
+            fd_table_size() >= want,
+            "FDSize {} < {want}",
+            fd_table_size()
+        );
+        // The descriptor that grew it is closed again.
+        // SAFETY: F_GETFD only reads the flags of a descriptor number.
+        let r = unsafe { libc::fcntl(want as libc::c_int - 1, libc::F_GETFD) };
+        assert_eq!(r, -1, "descriptor {} left open", want - 1);
+        // Asking for more than the limit allows, or for nothing, is harmless.
+        reserve_fd_table(usize::MAX);
+        reserve_fd_table(0);
     }
 
     #[test]
