@@ -292,10 +292,10 @@ pub const SPAWNER_THREADS: usize = 32;
 /// A process whose threads share one file table waits for an RCU grace
 /// period each time the kernel doubles it (64 → 128 → 256 → …), and every
 /// thread that needs a descriptor past the old size waits with it: fifty
-/// servers started at once (six descriptors each) crossed three doublings,
-/// each a stall of 10-20 ms on a busy two-core machine. One growth, while
-/// the spawner is otherwise idle, pays one grace period instead, off the
-/// first caller's path. The table takes 8 bytes a slot.
+/// servers started at once (six to eight descriptors each) crossed three
+/// doublings, each a stall of 10-20 ms on a busy two-core machine. One
+/// growth, while the spawner is otherwise idle, pays one grace period
+/// instead, off the first caller's path. The table takes 8 bytes a slot.
 pub const FD_TABLE_RESERVE: usize = 1024;
 
 /// The capacity asked for a stdio server's stdout pipe (Linux's default is

@@ -175,14 +175,32 @@ impl ReadState {
     }
 }
 
-/// A pipe that wakes the reader thread from `poll`: a caller handing
-/// reading back writes a byte to it.
+/// What wakes the reader thread from `poll`: a caller handing reading back
+/// makes it readable. On Linux an `eventfd` (one descriptor, one system
+/// call to create: a server's start makes two of these); elsewhere a pipe.
 pub(super) struct WakePipe {
+    /// Polled for `POLLIN`; on Linux also the end that is written.
     rd: OwnedFd,
+    /// The end that is written.
+    #[cfg(not(target_os = "linux"))]
     wr: OwnedFd,
 }
 
 impl WakePipe {
+    #[cfg(target_os = "linux")]
+    fn new() -> io::Result<WakePipe> {
+        // SAFETY: eventfd takes an initial value and flags and returns a
+        // new descriptor.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: just returned to us and owned by nothing else.
+        let rd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(WakePipe { rd })
+    }
+
+    #[cfg(not(target_os = "linux"))]
     fn new() -> io::Result<WakePipe> {
         let mut fds = [0 as RawFd; 2];
         // SAFETY: `fds` has room for the two descriptors `pipe` returns.
@@ -203,16 +221,30 @@ impl WakePipe {
         Ok(WakePipe { rd, wr })
     }
 
-    /// Makes the read end readable (a full pipe already is).
-    fn wake(&self) {
-        // SAFETY: one byte from a valid buffer to our own pipe.
-        unsafe { libc::write(self.wr.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    /// The descriptor to poll for `POLLIN`.
+    fn fd(&self) -> RawFd {
+        self.rd.as_raw_fd()
     }
 
-    /// Empties the read end.
+    /// Makes it readable (it stays so until [`WakePipe::clear`]; a full
+    /// pipe or counter already is).
+    fn wake(&self) {
+        #[cfg(target_os = "linux")]
+        let (fd, bytes) = (self.rd.as_raw_fd(), 1u64.to_ne_bytes());
+        #[cfg(not(target_os = "linux"))]
+        let (fd, bytes) = (self.wr.as_raw_fd(), [1u8]);
+        // SAFETY: writes from a valid buffer of that length to our own
+        // non-blocking descriptor.
+        unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    }
+
+    /// Makes it unreadable again, until the next [`WakePipe::wake`].
     fn clear(&self) {
+        // An eventfd is emptied by one 8-byte read; a pipe by reading it
+        // dry.
         let mut buf = [0u8; 64];
-        // SAFETY: reads into a valid buffer from our own non-blocking pipe.
+        // SAFETY: reads into a valid buffer from our own non-blocking
+        // descriptor.
         while unsafe { libc::read(self.rd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
     }
 }
@@ -247,7 +279,7 @@ impl Stop {
 
     /// The descriptor to poll (readable once fired).
     pub(super) fn fd(&self) -> RawFd {
-        self.pipe.rd.as_raw_fd()
+        self.pipe.fd()
     }
 }
 
@@ -333,12 +365,7 @@ impl StdoutShared {
     /// outbox are served meanwhile.
     fn back_off(&self, aux: &mut Aux<'_>, peer: &Peer) {
         let [err, out] = aux.fds();
-        let mut fds = [
-            pollfd(self.wake.rd.as_raw_fd()),
-            pollfd(self.stop.fd()),
-            err,
-            out,
-        ];
+        let mut fds = [pollfd(self.wake.fd()), pollfd(self.stop.fd()), err, out];
         let _ = poll_fds(&mut fds, Some(READER_BACKOFF));
         if fds[0].revents != 0 {
             self.wake.clear();
@@ -354,7 +381,7 @@ impl StdoutShared {
         let [err, out] = aux.fds();
         let mut fds = [
             pollfd(self.fd),
-            pollfd(self.wake.rd.as_raw_fd()),
+            pollfd(self.wake.fd()),
             pollfd(pidfd),
             pollfd(self.stop.fd()),
             err,
@@ -684,6 +711,27 @@ fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>, stop: &Stop) {
 mod tests {
     use super::*;
     use std::io::Read;
+
+    #[test]
+    fn a_wake_pipe_is_readable_from_wake_until_clear() {
+        let readable = |w: &WakePipe| {
+            let mut fds = [pollfd(w.fd())];
+            poll_fds(&mut fds, Some(std::time::Duration::ZERO)).unwrap();
+            fds[0].revents & libc::POLLIN != 0
+        };
+        let w = WakePipe::new().unwrap();
+        assert!(!readable(&w), "new");
+        w.wake();
+        assert!(readable(&w), "woken");
+        w.wake();
+        assert!(readable(&w), "woken twice");
+        w.clear();
+        assert!(!readable(&w), "cleared after two wakes");
+        w.clear();
+        assert!(!readable(&w), "cleared twice");
+        w.wake();
+        assert!(readable(&w), "woken again");
+    }
 
     fn next(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Line {
         buf.clear();
