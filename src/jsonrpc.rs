@@ -150,7 +150,26 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Incoming>, FrameError> {
 ///
 /// A single object, the usual frame, is read straight into its members
 /// without building a map for the envelope.
+///
+/// A frame of at least [`LARGE_STRING_MIN`](crate::limits::LARGE_STRING_MIN)
+/// bytes is first tried with its large strings taken out
+/// (`large_strings`), for speed; the outcome is the same.
 pub(crate) fn decode_each(bytes: &[u8], mut f: impl FnMut(Incoming)) -> Result<(), FrameError> {
+    let min = crate::limits::LARGE_STRING_MIN;
+    if bytes.len() >= min {
+        if let Some(msgs) = crate::large_strings::decode(bytes, min, decode_plain_each) {
+            msgs.into_iter().for_each(f);
+            return Ok(());
+        }
+    }
+    decode_plain_each(bytes, &mut f)
+}
+
+/// [`decode_each`] without the large-string path.
+pub(crate) fn decode_plain_each(
+    bytes: &[u8],
+    f: &mut dyn FnMut(Incoming),
+) -> Result<(), FrameError> {
     let invalid = |e: serde_json::Error| {
         let what = if std::str::from_utf8(bytes).is_err() {
             "invalid UTF-8"
@@ -170,6 +189,15 @@ pub(crate) fn decode_each(bytes: &[u8], mut f: impl FnMut(Incoming)) -> Result<(
         f(m);
     }
     Ok(())
+}
+
+/// [`decode_plain_each`] into a vector, for tests that compare it with the
+/// large-string path.
+#[cfg(test)]
+pub(crate) fn decode_plain_for_tests(bytes: &[u8]) -> Result<Vec<Incoming>, FrameError> {
+    let mut out = Vec::new();
+    decode_plain_each(bytes, &mut |m| out.push(m))?;
+    Ok(out)
 }
 
 /// The members of a message that decoding looks at; a member that is

@@ -62,6 +62,7 @@ mod http;
 mod inbox;
 mod json;
 mod jsonrpc_cap;
+mod large_strings;
 mod log;
 mod mcp_json;
 mod notification;

@@ -287,6 +287,13 @@ pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 /// costs a small stack ([`IO_THREAD_STACK`]).
 pub const SPAWNER_THREADS: usize = 32;
 
+/// Shortest string value (bytes, without escapes) that a received frame has
+/// taken out before it is parsed and put back after (see
+/// `large_strings`): such strings are checked with vector instructions
+/// rather than eight bytes at a time (1 MiB of tool text: 145 → 90 µs).
+/// Frames shorter than this are parsed directly.
+pub const LARGE_STRING_MIN: usize = 64 * 1024;
+
 /// Descriptor slots the process's file table is grown to, once, by the
 /// first spawner after its first start (Linux; capped by `RLIMIT_NOFILE`).
 /// A process whose threads share one file table waits for an RCU grace
