@@ -35,6 +35,11 @@ MODE is one of:
                   is another id; a correct answer follows after 300 ms
   close_stdout    answers initialize and tools/list, then closes stdout (fd 1) and keeps running
                   (reading stdin, then sleeping after EOF) until killed
+  bad_large_strings
+                  on tools/call answers with a text of 200 KB that holds a raw
+                  control character (arguments {"kind": "ctrl"}), invalid UTF-8
+                  ({"kind": "utf8"}) or neither (anything else): the first two
+                  are malformed JSON that a client must refuse
   huge_line       on tools/call writes one line of HUGE_LINE_BYTES bytes (env, default 100000000,
                   newline not counted) in chunks, then a newline, then keeps serving. The line is a
                   valid JSON-RPC response to the call whose text is padded with "x" characters.
@@ -79,7 +84,8 @@ SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MODES = ("normal", "crash_mid_call", "exit_during_init", "no_init", "garbage", "wrong_types",
          "close_stdout", "huge_line", "ignore_sigterm", "grandchild", "no_read", "flood_stderr",
          "slow_one", "notify_flood", "one_write", "string_id", "wrapper_exit",
-         "many_tools", "env", "setsid_exit", "setsid_grandchild", "slow_start", "markdown_inject")
+         "many_tools", "env", "setsid_exit", "setsid_grandchild", "slow_start", "markdown_inject",
+         "bad_large_strings")
 
 LONG_TOOL_NAME = "a_tool_whose_name_is_much_wider_than_any_table_column_allows"
 
@@ -370,6 +376,14 @@ def handle(msg):
             return
         if MODE == "huge_line":
             threading.Thread(target=huge_line_writer, args=(req_id,), daemon=True).start()
+            return
+        if MODE == "bad_large_strings":
+            kind = ((params or {}).get("arguments") or {}).get("kind")
+            bad = {"ctrl": b"\x01", "utf8": b"\xff\xfe"}.get(kind, b"")
+            head = ('{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"'
+                    % json.dumps(req_id)).encode()
+            with _out_lock:
+                write_raw(head + b"a" * 200000 + bad + b"a" * 1000 + b'"}]}}\n')
             return
         if MODE == "slow_one":
             ev = threading.Event()

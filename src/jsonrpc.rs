@@ -165,6 +165,23 @@ pub(crate) fn decode_each(bytes: &[u8], mut f: impl FnMut(Incoming)) -> Result<(
     decode_plain_each(bytes, &mut f)
 }
 
+/// [`decode_each`] of a frame whose large strings a
+/// [`Scanner`](crate::large_strings::Scanner) took out as it arrived
+/// (`None`: it found none, and the frame is decoded as it is).
+pub(crate) fn decode_each_taken(
+    bytes: &[u8],
+    taken: Option<crate::large_strings::Taken>,
+    mut f: impl FnMut(Incoming),
+) -> Result<(), FrameError> {
+    if let Some(taken) = taken {
+        if let Some(msgs) = crate::large_strings::decode_taken(taken, decode_plain_each) {
+            msgs.into_iter().for_each(f);
+            return Ok(());
+        }
+    }
+    decode_plain_each(bytes, &mut f)
+}
+
 /// [`decode_each`] without the large-string path.
 pub(crate) fn decode_plain_each(
     bytes: &[u8],

@@ -400,6 +400,62 @@ fn a_start_failure_quotes_the_servers_last_stderr_lines() {
     assert!(!text.contains(secret), "the env value leaked: {text}");
 }
 
+/// Replies with strings of 64 KiB and more take the reader's fast path for
+/// large strings (scanned as they arrive, taken out before parsing): they
+/// must come back byte for byte, whatever the characters and wherever the
+/// pipe cuts them, and strings with escapes or that look like the
+/// placeholder must come back too.
+#[test]
+fn large_replies_arrive_byte_for_byte() {
+    let s = demo(test_options());
+    let mixed: String = (0..120_001)
+        .map(|k| ['a', 'é', '€', '😀', 'z'][k % 5])
+        .collect();
+    let escapes: String = (0..70_000)
+        .map(|k| ['"', '\\', '\n', 'q', '\t'][k % 5])
+        .collect();
+    let look_alike = format!("\u{0}skald-mcp/large-string:0{}", "y".repeat(70_000));
+    for (what, text) in [
+        ("multibyte", mixed),
+        ("escapes", escapes),
+        ("just above the threshold", "x".repeat(64 * 1024 + 1)),
+        ("just below it", "x".repeat(64 * 1024 - 80)),
+        ("a placeholder look-alike", look_alike),
+    ] {
+        for _ in 0..3 {
+            let got = common::text(s.call_tool("echo", json!({ "text": text })).unwrap());
+            assert!(
+                got == text,
+                "{what}: the echo differs ({} vs {} bytes)",
+                got.len(),
+                text.len()
+            );
+        }
+    }
+}
+
+/// What JSON does not allow inside a large string (a raw control
+/// character, invalid UTF-8) is refused as before the fast path: the frame
+/// is ignored as malformed (it is not valid JSON, so it answers no call:
+/// the call times out), and the connection goes on.
+#[test]
+fn a_large_string_json_refuses_is_ignored_as_malformed() {
+    let s = hostile(
+        "bad_large_strings",
+        test_options().call_timeout(Duration::from_millis(1500)),
+    )
+    .unwrap();
+    for kind in ["ctrl", "utf8"] {
+        match s.call_tool("echo", json!({ "kind": kind })) {
+            Err(McpError::CallTimeout { .. }) => {}
+            other => panic!("{kind}: expected the frame to be ignored, got {other:?}"),
+        }
+    }
+    assert!(s.is_connected());
+    let ok = common::text(s.call_tool("echo", json!({ "kind": "none" })).unwrap());
+    assert_eq!(ok.len(), 201_000);
+}
+
 /// Requests larger than the stdin pipe (64 KiB) are written partly by the
 /// caller and the rest by the I/O thread from the outbox, while other
 /// callers queue behind them: every byte must arrive, in order, whole.

@@ -1014,10 +1014,30 @@ impl Peer {
 
     /// Decodes one frame and routes every message in it.
     pub(crate) fn dispatch_bytes(self: &Arc<Self>, bytes: &[u8]) {
+        self.dispatch_frame(bytes, |f| jsonrpc::decode_each(bytes, f));
+    }
+
+    /// [`Peer::dispatch_bytes`] of a frame whose large strings were taken
+    /// out as it arrived (stdio's reader).
+    pub(crate) fn dispatch_taken(
+        self: &Arc<Self>,
+        bytes: &[u8],
+        taken: Option<crate::large_strings::Taken>,
+    ) {
+        self.dispatch_frame(bytes, |f| jsonrpc::decode_each_taken(bytes, taken, f));
+    }
+
+    /// Decodes a frame with `decode` under this connection's tool-list cap
+    /// and routes each message; a frame that does not decode is reported.
+    fn dispatch_frame(
+        self: &Arc<Self>,
+        bytes: &[u8],
+        decode: impl FnOnce(&mut dyn FnMut(Incoming)) -> Result<(), FrameError>,
+    ) {
         let decoded = crate::jsonrpc_cap::with_cap(
             self.opts.max_tools,
             self.opts.max_tool_list_bytes,
-            || jsonrpc::decode_each(bytes, |m| self.dispatch(m)),
+            || decode(&mut |m| self.dispatch(m)),
         );
         if let Err(e) = decoded {
             self.malformed(bytes, e);

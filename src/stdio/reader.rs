@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::error::McpError;
-use crate::limits::READER_BACKOFF;
+use crate::large_strings::Scanner;
+use crate::limits::{LARGE_STRING_MIN, READER_BACKOFF};
 use crate::peer::{InlineRead, Peer};
 use crate::poll::{poll_fds, pollfd};
 
@@ -62,11 +63,13 @@ pub(super) enum Line {
 ///
 /// On a non-blocking reader an `Err(WouldBlock)` leaves the partial line in
 /// `buf`; the next call continues it. The caller clears `buf` after a
-/// complete line.
+/// complete line. `partial` sees `buf` after each piece of a line that is
+/// not its end (the reader scans a large frame while the rest arrives).
 pub(super) fn read_line_limited<R: BufRead>(
     r: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
+    partial: &mut dyn FnMut(&[u8]),
 ) -> io::Result<Line> {
     loop {
         let available = match r.fill_buf() {
@@ -97,6 +100,7 @@ pub(super) fn read_line_limited<R: BufRead>(
                 }
                 buf.extend_from_slice(available);
                 r.consume(n);
+                partial(buf);
             }
         }
     }
@@ -117,6 +121,9 @@ enum Drained {
 struct ReadState {
     r: BufReader<ChildStdout>,
     line: Vec<u8>,
+    /// Finds the large strings of `line` while it arrives (see
+    /// `large_strings`).
+    scan: Scanner,
 }
 
 impl ReadState {
@@ -125,7 +132,15 @@ impl ReadState {
     fn drain(&mut self, peer: &Arc<Peer>, max: usize, ready: &dyn Fn() -> bool) -> Drained {
         let mut routed = 0;
         loop {
-            match read_line_limited(&mut self.r, &mut self.line, max) {
+            // The rest of a large frame is on its way: look at what came
+            // meanwhile.
+            let scan = &mut self.scan;
+            let mut partial = |line: &[u8]| {
+                if line.len() >= LARGE_STRING_MIN / 2 {
+                    scan.feed(line);
+                }
+            };
+            match read_line_limited(&mut self.r, &mut self.line, max, &mut partial) {
                 Ok(Line::Complete) => {
                     self.route(peer);
                     routed += 1;
@@ -160,8 +175,14 @@ impl ReadState {
             Some(b'\r') => &self.line[..self.line.len() - 1],
             _ => &self.line[..],
         };
+        let taken = if line.len() >= LARGE_STRING_MIN {
+            self.scan.finish(line)
+        } else {
+            self.scan.reset();
+            None
+        };
         if !line.iter().all(u8::is_ascii_whitespace) {
-            peer.dispatch_bytes(line);
+            peer.dispatch_taken(line, taken);
         }
         // Keep a large buffer while it is used (a run of large replies
         // would otherwise grow it from 4 KiB and fault its pages in again
@@ -329,6 +350,7 @@ impl StdoutShared {
             state: Mutex::new(ReadState {
                 r: BufReader::with_capacity(64 * 1024, stdout),
                 line: Vec::with_capacity(4096),
+                scan: Scanner::new(LARGE_STRING_MIN),
             }),
             wake: WakePipe::new()?,
             finished: AtomicBool::new(false),
@@ -348,6 +370,7 @@ impl StdoutShared {
         let mut st = self.state.lock();
         st.r = BufReader::new(ChildStdout::from(OwnedFd::from(null)));
         st.line = Vec::new();
+        st.scan.reset();
     }
 
     /// Names the connection that messages are routed to.
@@ -735,7 +758,7 @@ mod tests {
 
     fn next(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Line {
         buf.clear();
-        read_line_limited(r, buf, max).unwrap()
+        read_line_limited(r, buf, max, &mut |_| {}).unwrap()
     }
 
     #[test]
@@ -777,12 +800,12 @@ mod tests {
         let mut r = BufReader::new(Trickle(vec![b"{\"a\":", b"1}\n{\"b\""]));
         let mut buf = Vec::new();
         assert!(matches!(
-            read_line_limited(&mut r, &mut buf, 64).unwrap(),
+            read_line_limited(&mut r, &mut buf, 64, &mut |_| {}).unwrap(),
             Line::Complete
         ));
         assert_eq!(buf, b"{\"a\":1}");
         buf.clear();
-        let e = read_line_limited(&mut r, &mut buf, 64).unwrap_err();
+        let e = read_line_limited(&mut r, &mut buf, 64, &mut |_| {}).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
         assert_eq!(buf, b"{\"b\"", "the partial line is kept for the next read");
     }
