@@ -154,15 +154,12 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Incoming>, FrameError> {
 /// A frame of at least [`LARGE_STRING_MIN`](crate::limits::LARGE_STRING_MIN)
 /// bytes is first tried with its large strings taken out
 /// (`large_strings`), for speed; the outcome is the same.
-pub(crate) fn decode_each(bytes: &[u8], mut f: impl FnMut(Incoming)) -> Result<(), FrameError> {
+pub(crate) fn decode_each(bytes: &[u8], f: impl FnMut(Incoming)) -> Result<(), FrameError> {
     let min = crate::limits::LARGE_STRING_MIN;
-    if bytes.len() >= min {
-        if let Some(msgs) = crate::large_strings::decode(bytes, min, decode_plain_each) {
-            msgs.into_iter().for_each(f);
-            return Ok(());
-        }
-    }
-    decode_plain_each(bytes, &mut f)
+    let taken = (bytes.len() >= min)
+        .then(|| crate::large_strings::take(bytes, min))
+        .flatten();
+    decode_each_taken(bytes, taken, f)
 }
 
 /// [`decode_each`] of a frame whose large strings a
@@ -173,13 +170,49 @@ pub(crate) fn decode_each_taken(
     taken: Option<crate::large_strings::Taken>,
     mut f: impl FnMut(Incoming),
 ) -> Result<(), FrameError> {
-    if let Some(taken) = taken {
-        if let Some(msgs) = crate::large_strings::decode_taken(taken, decode_plain_each) {
-            msgs.into_iter().for_each(f);
-            return Ok(());
-        }
+    if let Some(msgs) = taken.and_then(decode_taken) {
+        msgs.into_iter().for_each(f);
+        return Ok(());
     }
     decode_plain_each(bytes, &mut f)
+}
+
+/// Decodes the skeleton of a frame and puts its large strings back;
+/// `None` when the outcome could differ from decoding the frame as it came
+/// (then it must be): the skeleton does not decode, or a string is not put
+/// back exactly once.
+pub(crate) fn decode_taken(taken: crate::large_strings::Taken) -> Option<Vec<Incoming>> {
+    let mut msgs = Vec::with_capacity(1);
+    decode_plain_each(taken.skeleton(), &mut |m| msgs.push(m)).ok()?;
+    let mut slots = taken.into_slots();
+    let id_back = |id: &mut RequestId, slots: &mut crate::large_strings::Slots| match id {
+        RequestId::String(s) => slots.put_back_string(s),
+        RequestId::Number(_) => true,
+    };
+    for m in &mut msgs {
+        let back = match m {
+            Incoming::Request { id, method, params } => {
+                id_back(id, &mut slots) && slots.put_back_string(method) && slots.put_back(params)
+            }
+            Incoming::Notification { method, params } => {
+                slots.put_back_string(method) && slots.put_back(params)
+            }
+            Incoming::Response { id, outcome } => {
+                id_back(id, &mut slots)
+                    && match outcome {
+                        Ok(result) => slots.put_back_result(result),
+                        Err(e) => {
+                            slots.put_back_string(&mut e.message)
+                                && e.data.as_mut().is_none_or(|d| slots.put_back(d))
+                        }
+                    }
+            }
+        };
+        if !back {
+            return None;
+        }
+    }
+    slots.all_put_back().then_some(msgs)
 }
 
 /// [`decode_each`] without the large-string path.

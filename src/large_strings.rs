@@ -30,8 +30,6 @@
 
 use serde_json::Value;
 
-use crate::jsonrpc::{FrameError, Incoming, RequestId};
-
 /// What a placeholder string starts with, before its index. The NUL makes
 /// a collision with a real string unlikely; a collision is detected anyway.
 const PLACEHOLDER: &str = "\u{0}skald-mcp/large-string:";
@@ -39,39 +37,78 @@ const PLACEHOLDER: &str = "\u{0}skald-mcp/large-string:";
 /// The same, as it is written in the skeleton's JSON text.
 const PLACEHOLDER_JSON: &str = "\\u0000skald-mcp/large-string:";
 
-/// Decodes `bytes` with `decode` after taking its large strings out, or
-/// `None` when there are none or the result would not be exactly that of
-/// decoding `bytes` itself (see the module's documentation).
-pub(crate) fn decode(
-    bytes: &[u8],
-    min: usize,
-    decode: impl FnOnce(&[u8], &mut dyn FnMut(Incoming)) -> Result<(), FrameError>,
-) -> Option<Vec<Incoming>> {
-    let taken = Scanner::new(min).finish(bytes)?;
-    decode_taken(taken, decode)
+/// The large strings of a whole frame taken out, or `None` when it has
+/// none (see [`Scanner`]).
+pub(crate) fn take(bytes: &[u8], min: usize) -> Option<Taken> {
+    Scanner::new(min).finish(bytes)
 }
 
-/// A frame with its large strings taken out: the skeleton and the strings,
-/// in the order of their placeholders.
+/// A frame with its large strings taken out: the skeleton to decode, and
+/// the strings its placeholders stand for.
 pub(crate) struct Taken {
     skeleton: Vec<u8>,
     strings: Vec<String>,
 }
 
-/// [`decode`] of what a [`Scanner`] took out.
-pub(crate) fn decode_taken(
-    taken: Taken,
-    decode: impl FnOnce(&[u8], &mut dyn FnMut(Incoming)) -> Result<(), FrameError>,
-) -> Option<Vec<Incoming>> {
-    let mut msgs = Vec::with_capacity(1);
-    decode(&taken.skeleton, &mut |m| msgs.push(m)).ok()?;
-    let mut slots: Vec<Option<String>> = taken.strings.into_iter().map(Some).collect();
-    for m in &mut msgs {
-        if !restore_message(m, &mut slots) {
-            return None;
+impl Taken {
+    /// The frame with a placeholder for each large string.
+    pub(crate) fn skeleton(&self) -> &[u8] {
+        &self.skeleton
+    }
+
+    /// The strings, to be put back into what the skeleton decoded to.
+    pub(crate) fn into_slots(self) -> Slots {
+        Slots(self.strings.into_iter().map(Some).collect())
+    }
+}
+
+/// The strings a decoded skeleton's placeholders stand for, each put back
+/// once. Every `put_back_*` is false when a placeholder has no string (it
+/// was put back already, or the server sent a look-alike): the frame must
+/// then be decoded as it came.
+pub(crate) struct Slots(Vec<Option<String>>);
+
+impl Slots {
+    /// Whether every string was put back.
+    pub(crate) fn all_put_back(&self) -> bool {
+        self.0.iter().all(Option::is_none)
+    }
+
+    /// Puts the strings back everywhere in `v`; false also when `v` is a
+    /// `tools/list` result kept as text or cut (its text would hold the
+    /// placeholders: see `jsonrpc_cap`).
+    pub(crate) fn put_back_result(&mut self, v: &mut Value) -> bool {
+        let kept = v.as_object().is_some_and(|o| {
+            o.contains_key(crate::jsonrpc_cap::TOOLS_RAW)
+                || o.contains_key(crate::jsonrpc_cap::TOOLS_CUT)
+        });
+        !kept && self.put_back(v)
+    }
+
+    /// Puts the strings back everywhere in `v`.
+    pub(crate) fn put_back(&mut self, v: &mut Value) -> bool {
+        match v {
+            Value::String(s) => self.put_back_string(s),
+            Value::Array(items) => items.iter_mut().all(|x| self.put_back(x)),
+            Value::Object(members) => members.values_mut().all(|x| self.put_back(x)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => true,
         }
     }
-    slots.iter().all(Option::is_none).then_some(msgs)
+
+    /// Replaces `s` by its string when it is a placeholder.
+    pub(crate) fn put_back_string(&mut self, s: &mut String) -> bool {
+        let Some(index) = s.strip_prefix(PLACEHOLDER) else {
+            return true;
+        };
+        let slot = index.parse::<usize>().ok().and_then(|i| self.0.get_mut(i));
+        match slot.and_then(Option::take) {
+            Some(text) => {
+                *s = text;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// Finds the large strings of a frame, all at once ([`Scanner::finish`])
@@ -309,71 +346,16 @@ fn has_control(text: &[u8]) -> bool {
         .any(|c| c.iter().fold(0u8, |acc, &b| acc | u8::from(b < 0x20)) != 0)
 }
 
-/// Puts the strings back into `m`; false when a placeholder has no string
-/// (left over, or seen twice) or a `tools/list` result was kept as text or
-/// cut (its text would hold placeholders).
-fn restore_message(m: &mut Incoming, slots: &mut [Option<String>]) -> bool {
-    match m {
-        Incoming::Request { id, method, params } => {
-            restore_id(id, slots) && restore_string(method, slots) && restore(params, slots)
-        }
-        Incoming::Notification { method, params } => {
-            restore_string(method, slots) && restore(params, slots)
-        }
-        Incoming::Response { id, outcome } => {
-            restore_id(id, slots)
-                && match outcome {
-                    Ok(result) => {
-                        let kept = result.as_object().is_some_and(|o| {
-                            o.contains_key(crate::jsonrpc_cap::TOOLS_RAW)
-                                || o.contains_key(crate::jsonrpc_cap::TOOLS_CUT)
-                        });
-                        !kept && restore(result, slots)
-                    }
-                    Err(e) => {
-                        restore_string(&mut e.message, slots)
-                            && e.data.as_mut().is_none_or(|d| restore(d, slots))
-                    }
-                }
-        }
-    }
-}
-
-fn restore_id(id: &mut RequestId, slots: &mut [Option<String>]) -> bool {
-    match id {
-        RequestId::String(s) => restore_string(s, slots),
-        RequestId::Number(_) => true,
-    }
-}
-
-fn restore(v: &mut Value, slots: &mut [Option<String>]) -> bool {
-    match v {
-        Value::String(s) => restore_string(s, slots),
-        Value::Array(items) => items.iter_mut().all(|x| restore(x, slots)),
-        Value::Object(members) => members.values_mut().all(|x| restore(x, slots)),
-        Value::Null | Value::Bool(_) | Value::Number(_) => true,
-    }
-}
-
-/// Replaces a placeholder by its string, taking it from its slot.
-fn restore_string(s: &mut String, slots: &mut [Option<String>]) -> bool {
-    let Some(index) = s.strip_prefix(PLACEHOLDER) else {
-        return true;
-    };
-    let slot = index.parse::<usize>().ok().and_then(|i| slots.get_mut(i));
-    match slot.and_then(Option::take) {
-        Some(text) => {
-            *s = text;
-            true
-        }
-        None => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsonrpc;
+    use crate::jsonrpc::{self, Incoming};
+
+    /// Decodes `bytes` through the large-string path, `None` when it is
+    /// not taken or falls back.
+    fn decode(bytes: &[u8], min: usize) -> Option<Vec<Incoming>> {
+        jsonrpc::decode_taken(take(bytes, min)?)
+    }
 
     const MIN: usize = 16;
 
@@ -381,7 +363,7 @@ mod tests {
     /// whether the fast way was taken.
     fn same_as_plain(line: &str) -> bool {
         let plain = jsonrpc::decode_plain_for_tests(line.as_bytes());
-        let fast = decode(line.as_bytes(), MIN, jsonrpc::decode_plain_each);
+        let fast = decode(line.as_bytes(), MIN);
         match (&plain, &fast) {
             (Ok(p), Some(f)) => assert_eq!(p, f, "{line}"),
             (_, None) => {}
@@ -398,7 +380,7 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{{"type":"text","text":"{big}"}},{{"type":"text","text":"{other}"}}],"structuredContent":{{"a":["{big}",1,null]}},"isError":false}}}}"#
         );
         assert!(same_as_plain(&line));
-        let msgs = decode(line.as_bytes(), MIN, jsonrpc::decode_plain_each).unwrap();
+        let msgs = decode(line.as_bytes(), MIN).unwrap();
         let Incoming::Response { outcome: Ok(r), .. } = &msgs[0] else {
             panic!()
         };
@@ -466,7 +448,7 @@ mod tests {
             format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":"{big}"}}}}"#).into_bytes();
         let at = bytes.iter().position(|&b| b == b'w').unwrap();
         bytes[at] = 0xff;
-        assert!(decode(&bytes, MIN, jsonrpc::decode_plain_each).is_none());
+        assert!(decode(&bytes, MIN).is_none());
     }
 
     #[test]
@@ -491,9 +473,7 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"t","description":"{big}","inputSchema":{{"type":"object"}}}}]}}}}"#
         );
         assert!(!same_as_plain(&line));
-        let kept = crate::jsonrpc_cap::with_cap(1, usize::MAX, || {
-            decode(line.as_bytes(), MIN, jsonrpc::decode_plain_each)
-        });
+        let kept = crate::jsonrpc_cap::with_cap(1, usize::MAX, || decode(line.as_bytes(), MIN));
         assert!(kept.is_none());
     }
 
@@ -538,10 +518,7 @@ mod tests {
         }
         // What was taken decodes as the frame does.
         let line = lines[0].as_bytes();
-        let msgs = decode_taken(
-            taken_in_pieces(line, 7).unwrap(),
-            jsonrpc::decode_plain_each,
-        );
+        let msgs = jsonrpc::decode_taken(taken_in_pieces(line, 7).unwrap());
         assert_eq!(
             msgs.unwrap(),
             jsonrpc::decode_plain_for_tests(line).unwrap()
