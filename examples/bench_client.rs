@@ -288,6 +288,21 @@ fn proc_status(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// This process's threads named `skald-mcp-spawner` (the process-wide
+/// pool that starts stdio servers; `comm` keeps 15 bytes of a name).
+fn spawner_threads() -> u64 {
+    let tasks = std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten();
+    tasks
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| "skald-mcp-spawner".starts_with(c.trim()) && c.trim().len() >= 14)
+        })
+        .count() as u64
+}
+
 // ---- the raw floor ------------------------------------------------------------
 
 /// The echo server driven over its pipes by hand.
@@ -1043,9 +1058,12 @@ fn ours_start50(server: &str) -> Duration {
 /// Runs in a fresh process: 100 connected servers, one call each.
 fn child_rss100(server: &str) {
     // One server first, closed at once: it starts the process-wide thread
-    // (`skald-mcp-spawner`), which is not a per-server thread.
+    // (`skald-mcp-spawner`), which is not a per-server thread. The
+    // spawners are not counted per server either: the pool may grow by one
+    // while the first is busy (it grows the file table after its first
+    // start).
     drop(connect(server, "warm"));
-    let threads_before = proc_status("Threads:");
+    let threads_before = proc_status("Threads:") - spawner_threads();
     let servers: Vec<McpServer> = (0..100)
         .map(|i| connect(server, &format!("s{i}")))
         .collect();
@@ -1054,11 +1072,12 @@ fn child_rss100(server: &str) {
     }
     let hwm = proc_status("VmHWM:");
     let threads = proc_status("Threads:");
+    let per_server = threads - spawner_threads();
     println!(
         "rss100 {} {} {}",
         hwm as f64 / 1024.0,
         threads,
-        (threads - threads_before) as f64 / 100.0
+        (per_server - threads_before) as f64 / 100.0
     );
     drop(servers);
 }

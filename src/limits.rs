@@ -302,7 +302,9 @@ pub const LARGE_STRING_MIN: usize = 64 * 1024;
 /// servers started at once (six to eight descriptors each) crossed three
 /// doublings, each a stall of 10-20 ms on a busy two-core machine. One
 /// growth, while the spawner is otherwise idle, pays one grace period
-/// instead, off the first caller's path. The table takes 8 bytes a slot.
+/// instead, off the first caller's path (a start meanwhile finds that
+/// spawner busy and gets a second one, which then stays, as spawners do).
+/// The table takes 8 bytes a slot.
 pub const FD_TABLE_RESERVE: usize = 1024;
 
 /// The capacity asked for a stdio server's stdout pipe (Linux's default is
