@@ -24,8 +24,8 @@
 //!   [`READER_BACKOFF`] (serving stderr and stdin meanwhile), so a run of
 //!   sequential calls does not wake it for every reply. A caller leaving
 //!   while other requests are in flight, with lines read but not routed, or
-//!   on end of file or an error, wakes it at once through a pipe of its own
-//!   (one byte).
+//!   on end of file or an error, wakes it at once through a wake-up of its
+//!   own ([`WakePipe`]: an `eventfd` on Linux, a pipe elsewhere).
 //!
 //! So the reader thread still sees every end of file and every message that
 //! arrives while no caller is reading, within [`READER_BACKOFF`] at worst.
