@@ -525,6 +525,75 @@ mod tests {
         );
     }
 
+    /// Frames built at random from the pieces that matter (quotes,
+    /// backslashes, escapes, multibyte characters, control characters,
+    /// invalid bytes, long runs), scanned whole and in random pieces: the
+    /// large-string path never decodes a frame differently from the plain
+    /// decoder, and never takes one the plain decoder refuses.
+    #[test]
+    fn random_frames_decode_as_the_plain_decoder_does() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        // Pieces a string may hold, and (one in eight) pieces that escape
+        // in it, end it, or make it invalid.
+        let clean: [&[u8]; 5] = [
+            b"a",
+            b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "é€😀".as_bytes(),
+            b" ",
+            b":",
+        ];
+        let risky: [&[u8]; 9] = [
+            b"\\\"",
+            b"\\\\",
+            b"\\u00e9",
+            b"\\n",
+            b"\"",
+            b",\"k\":",
+            b"\x01",
+            b"\xff",
+            b"\xe2\x82",
+        ];
+        let mut taken_count = 0;
+        for round in 0..3000 {
+            let mut text = Vec::new();
+            for _ in 0..next(12) {
+                let piece = if next(8) == 0 {
+                    risky[next(risky.len())]
+                } else {
+                    clean[next(clean.len())]
+                };
+                text.extend_from_slice(piece);
+            }
+            let mut line = br#"{"jsonrpc":"2.0","id":1,"result":{"a":""#.to_vec();
+            line.extend_from_slice(&text);
+            line.extend_from_slice(br#"","b":[1,""#);
+            line.extend_from_slice(&text);
+            line.extend_from_slice(br#""]}}"#);
+            let plain = jsonrpc::decode_plain_for_tests(&line);
+            let step = 1 + next(40);
+            let fast = taken_in_pieces(&line, step).and_then(jsonrpc::decode_taken);
+            match (&plain, &fast) {
+                (Ok(p), Some(f)) => {
+                    taken_count += 1;
+                    assert_eq!(p, f, "round {round}: {}", String::from_utf8_lossy(&line));
+                }
+                (Err(_), Some(f)) => panic!(
+                    "round {round}: took a frame the decoder refuses: {} -> {f:?}",
+                    String::from_utf8_lossy(&line)
+                ),
+                (_, None) => {}
+            }
+        }
+        // The fast path was taken often enough for this to mean something.
+        assert!(taken_count > 300, "taken {taken_count} times");
+    }
+
     #[test]
     fn the_quick_look_finds_every_run_long_enough() {
         // A run of `min` quote-free bytes anywhere, at every alignment.
