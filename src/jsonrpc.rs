@@ -241,6 +241,22 @@ pub(crate) fn decode_plain_each(
     Ok(())
 }
 
+/// The large-string path alone, with strings of at least `min` bytes
+/// taken out and the frame fed to the scanner in pieces of `step` bytes:
+/// `None` where that path is not taken or falls back. For the fuzz target
+/// that compares it with [`decode`].
+#[cfg(feature = "fuzzing")]
+pub fn decode_taking_strings(bytes: &[u8], min: usize, step: usize) -> Option<Vec<Incoming>> {
+    let mut scan = crate::large_strings::Scanner::new(min);
+    let step = step.max(1);
+    let mut end = 0;
+    while end < bytes.len() {
+        end = (end + step).min(bytes.len());
+        scan.feed(&bytes[..end]);
+    }
+    decode_taken(scan.finish(bytes)?)
+}
+
 /// [`decode_plain_each`] into a vector, for tests that compare it with the
 /// large-string path.
 #[cfg(test)]

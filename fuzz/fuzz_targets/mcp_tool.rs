@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(t) = McpTool::from_json(&v) {
         assert!(!t.name.is_empty());
-        assert!(t.input_schema.is_object());
+        assert!(t.input_schema_value().is_object());
         let _ = t.display_name();
         let _ = skald_mcp::manager::openai_tool_definition("fuzz", &t);
     }
