@@ -62,6 +62,10 @@ fn sse_responses_session_and_headers() {
         text(c.call_tool("echo", json!({"text": "hi ✓"})).unwrap()),
         "hi ✓"
     );
+    // A reply past `LARGE_STRING_MIN` (its strings taken out before
+    // parsing) comes back byte for byte over an SSE response.
+    let big = large_text();
+    assert!(text(c.call_tool("echo", json!({ "text": big })).unwrap()) == big);
     let h = headers_seen(&c);
     assert_eq!(h["mcp-session-id"], sid.as_str());
     assert_eq!(h["mcp-protocol-version"], "2025-11-25");
@@ -77,6 +81,14 @@ fn sse_responses_session_and_headers() {
     ));
 }
 
+/// 150 000 characters, multibyte ones among them: a reply past
+/// `LARGE_STRING_MIN`.
+fn large_text() -> String {
+    (0..150_000)
+        .map(|k| ['a', 'é', '€', '😀', ' '][k % 5])
+        .collect()
+}
+
 #[test]
 fn json_responses() {
     let Some(server) = Server::fastmcp(&["--json-response"]) else {
@@ -88,6 +100,9 @@ fn json_responses() {
         text(c.call_tool("echo", json!({"text": "plain json"})).unwrap()),
         "plain json"
     );
+    // And over a JSON response.
+    let big = large_text();
+    assert!(text(c.call_tool("echo", json!({ "text": big })).unwrap()) == big);
     // In JSON mode the SDK drops messages tied to the request: the call still completes.
     assert_eq!(
         text(c.call_tool("progress", json!({"steps": 2})).unwrap()),
