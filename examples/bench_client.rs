@@ -291,16 +291,9 @@ fn proc_status(field: &str) -> u64 {
 /// This process's threads named `skald-mcp-spawner` (the process-wide
 /// pool that starts stdio servers; `comm` keeps 15 bytes of a name).
 fn spawner_threads() -> u64 {
-    let tasks = std::fs::read_dir("/proc/self/task")
-        .into_iter()
-        .flatten()
-        .flatten();
-    tasks
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|c| "skald-mcp-spawner".starts_with(c.trim()) && c.trim().len() >= 14)
-        })
-        .count() as u64
+    threads_by_kind()
+        .get("skald-mcp-spawn")
+        .map_or(0, |&(_, n)| u64::from(n))
 }
 
 // ---- the raw floor ------------------------------------------------------------
@@ -684,14 +677,14 @@ fn parallel_starts<C: Send + 'static>(
     let diag = std::env::var_os("BENCH_CPU").is_some();
     let cpu0 = process_cpu();
     let before = if diag {
-        cpu_by_thread_kind()
+        threads_by_kind()
     } else {
         Default::default()
     };
     barrier.wait();
     barrier.wait();
     if diag {
-        let by: Vec<String> = cpu_by_thread_kind()
+        let by: Vec<String> = threads_by_kind()
             .into_iter()
             .map(|(kind, (us, n))| {
                 let was = before.get(&kind).map_or(0, |b| b.0);
@@ -714,7 +707,7 @@ fn parallel_starts<C: Send + 'static>(
 /// CPU time (µs) and number of this process's threads, by thread name
 /// with its digits left out (`mcp-p7-io` counts as `mcp-p-io`), from
 /// `/proc/self/task/*/schedstat`.
-fn cpu_by_thread_kind() -> std::collections::BTreeMap<String, (u64, u32)> {
+fn threads_by_kind() -> std::collections::BTreeMap<String, (u64, u32)> {
     let mut by = std::collections::BTreeMap::<String, (u64, u32)>::new();
     for task in std::fs::read_dir("/proc/self/task")
         .into_iter()
@@ -742,8 +735,9 @@ fn cpu_by_thread_kind() -> std::collections::BTreeMap<String, (u64, u32)> {
 
 /// User + system CPU time of this process so far (all its threads).
 fn process_cpu() -> Duration {
-    // SAFETY: getrusage fills the struct we pass.
+    // SAFETY: an all-zero rusage is a valid value of that C struct.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we pass.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(r.ru_utime) + tv(r.ru_stime)

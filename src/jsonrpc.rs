@@ -247,14 +247,7 @@ pub(crate) fn decode_plain_each(
 /// that compares it with [`decode`].
 #[cfg(feature = "fuzzing")]
 pub fn decode_taking_strings(bytes: &[u8], min: usize, step: usize) -> Option<Vec<Incoming>> {
-    let mut scan = crate::large_strings::Scanner::new(min);
-    let step = step.max(1);
-    let mut end = 0;
-    while end < bytes.len() {
-        end = (end + step).min(bytes.len());
-        scan.feed(&bytes[..end]);
-    }
-    decode_taken(scan.finish(bytes)?)
+    decode_taken(crate::large_strings::take_in_pieces(bytes, min, step)?)
 }
 
 /// [`decode_plain_each`] into a vector, for tests that compare it with the

@@ -43,6 +43,21 @@ pub(crate) fn take(bytes: &[u8], min: usize) -> Option<Taken> {
     Scanner::new(min).finish(bytes)
 }
 
+/// [`take`] with the frame fed to the scanner in pieces of `step` bytes,
+/// as a reader gets it: for the tests and the fuzz target that compare the
+/// two.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn take_in_pieces(bytes: &[u8], min: usize, step: usize) -> Option<Taken> {
+    let mut scan = Scanner::new(min);
+    let step = step.max(1);
+    let mut end = 0;
+    while end < bytes.len() {
+        end = (end + step).min(bytes.len());
+        scan.feed(&bytes[..end]);
+    }
+    scan.finish(bytes)
+}
+
 /// A frame with its large strings taken out: the skeleton to decode, and
 /// the strings its placeholders stand for.
 pub(crate) struct Taken {
@@ -168,13 +183,17 @@ impl Scanner {
 
     /// Forgets the frame, for the next one.
     pub(crate) fn reset(&mut self) {
-        let found = std::mem::take(&mut self.found);
+        let (mut found, mut texts) = (
+            std::mem::take(&mut self.found),
+            std::mem::take(&mut self.texts),
+        );
+        found.clear();
+        texts.clear();
         *self = Scanner {
             found,
+            texts,
             ..Scanner::new(self.min)
         };
-        self.found.clear();
-        self.texts.clear();
     }
 
     /// Scans what was appended to `line` since the last call; `line` is the
@@ -479,13 +498,7 @@ mod tests {
 
     /// Feeds `line` to a scanner in pieces of `step` bytes, then finishes.
     fn taken_in_pieces(line: &[u8], step: usize) -> Option<Taken> {
-        let mut s = Scanner::new(MIN);
-        let mut end = 0;
-        while end < line.len() {
-            end = (end + step).min(line.len());
-            s.feed(&line[..end]);
-        }
-        s.finish(line)
+        take_in_pieces(line, MIN, step)
     }
 
     #[test]

@@ -127,13 +127,10 @@ impl Proc {
 pub(super) fn reserve_fd_table(slots: usize) {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: an all-zero rlimit is a valid value of that C struct.
-        let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
-        // SAFETY: getrlimit fills the struct we pass.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        let Some(limit) = nofile_limit() else {
             return;
-        }
-        let top = (slots as u64).min(lim.rlim_cur as u64);
+        };
+        let top = (slots as u64).min(limit);
         let Some(fd) = top
             .checked_sub(1)
             .and_then(|t| libc::c_int::try_from(t).ok())
@@ -158,6 +155,17 @@ pub(super) fn reserve_fd_table(slots: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = slots;
+}
+
+/// `RLIMIT_NOFILE`'s soft limit: how many descriptors the process may
+/// hold (`None` if it cannot be read).
+#[cfg(target_os = "linux")]
+fn nofile_limit() -> Option<u64> {
+    // SAFETY: an all-zero rlimit is a valid value of that C struct.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit fills the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    ok.then_some(lim.rlim_cur as u64)
 }
 
 /// Starts `spec` with its stdin, stdout and stderr piped.
@@ -632,14 +640,11 @@ pub(super) mod tests {
         line["FDSize:".len()..].trim().parse().unwrap()
     }
 
-    /// `RLIMIT_NOFILE`'s soft limit.
+    /// `RLIMIT_NOFILE`'s soft limit, as a table size.
     #[cfg(target_os = "linux")]
     pub(crate) fn nofile_limit() -> usize {
-        // SAFETY: an all-zero rlimit is a valid value of that C struct.
-        let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
-        // SAFETY: getrlimit fills the struct we pass.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
-        lim.rlim_cur as usize
+        let limit = super::nofile_limit().expect("getrlimit(RLIMIT_NOFILE)");
+        usize::try_from(limit).unwrap_or(usize::MAX)
     }
 
     #[cfg(target_os = "linux")]
