@@ -314,6 +314,14 @@ pub const FD_TABLE_RESERVE: usize = 1024;
 /// stays well below the 1 MiB maximum: 100 servers take 25 MiB of it.
 pub const STDIO_PIPE_CAPACITY: usize = 256 * 1024;
 
+/// The initial read buffer of a stdio server's stdout. Lines are cut out
+/// of it in place, and it grows while a line does not fit (a read then asks
+/// for all the room there is, so a large reply takes a few reads of what
+/// the pipe holds); it is given back to this size once the lines after a
+/// large one use less than a quarter of it. Pages of it are resident only
+/// once read into.
+pub const STDOUT_READ_BUFFER: usize = 64 * 1024;
+
 /// How long an HTTP agent keeps the addresses a host name resolved to
 /// (IP literals are not looked up at all): ureq resolves before every
 /// request, pooled connection or not, and its resolver starts a thread per

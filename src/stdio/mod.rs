@@ -52,6 +52,7 @@ use crate::jsonrpc;
 use crate::limits::READER_THREAD_STACK;
 use crate::peer::{client_capabilities, InlineRead, Outbound, Peer, SendFailure};
 
+mod linebuf;
 mod reader;
 mod spawn;
 mod stderr;

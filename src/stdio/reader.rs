@@ -30,7 +30,7 @@
 //! So the reader thread still sees every end of file and every message that
 //! arrives while no caller is reading, within [`READER_BACKOFF`] at worst.
 
-use std::io::{self, BufRead, BufReader};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::ChildStdout;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,66 +45,11 @@ use crate::limits::{LARGE_STRING_MIN, READER_BACKOFF};
 use crate::peer::{InlineRead, Peer};
 use crate::poll::{poll_fds, pollfd};
 
+use super::linebuf::{Line, LineBuf};
 use super::stderr::StderrReader;
 use super::stdin::StdinShared;
 use super::tail::{StderrTail, STDERR_EOF_WAIT};
 use super::{set_nonblocking, signal_group};
-
-/// Outcome of reading one line.
-#[derive(Debug)]
-pub(super) enum Line {
-    Complete,
-    Eof,
-    TooLong,
-}
-
-/// Reads up to `\n`, appending to `buf` (without the newline). A line longer
-/// than `max` is not buffered: reading stops and `TooLong` is returned.
-///
-/// On a non-blocking reader an `Err(WouldBlock)` leaves the partial line in
-/// `buf`; the next call continues it. The caller clears `buf` after a
-/// complete line. `partial` sees `buf` after each piece of a line that is
-/// not its end (the reader scans a large frame while the rest arrives).
-pub(super) fn read_line_limited<R: BufRead>(
-    r: &mut R,
-    buf: &mut Vec<u8>,
-    max: usize,
-    partial: &mut dyn FnMut(&[u8]),
-) -> io::Result<Line> {
-    loop {
-        let available = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(if buf.is_empty() {
-                Line::Eof
-            } else {
-                Line::Complete
-            });
-        }
-        match memchr::memchr(b'\n', available) {
-            Some(pos) => {
-                if buf.len() + pos > max {
-                    return Ok(Line::TooLong);
-                }
-                buf.extend_from_slice(&available[..pos]);
-                r.consume(pos + 1);
-                return Ok(Line::Complete);
-            }
-            None => {
-                let n = available.len();
-                if buf.len() + n > max {
-                    return Ok(Line::TooLong);
-                }
-                buf.extend_from_slice(available);
-                r.consume(n);
-                partial(buf);
-            }
-        }
-    }
-}
 
 /// What draining the available input ended with.
 enum Drained {
@@ -117,10 +62,10 @@ enum Drained {
     Failed(io::Error),
 }
 
-/// The bytes read from stdout and the line being assembled.
+/// The server's stdout and the bytes read from it.
 struct ReadState {
-    r: BufReader<ChildStdout>,
-    line: Vec<u8>,
+    src: ChildStdout,
+    input: LineBuf,
     /// Finds the large strings of `line` while it arrives (see
     /// `large_strings`).
     scan: Scanner,
@@ -140,7 +85,7 @@ impl ReadState {
                     scan.feed(line);
                 }
             };
-            match read_line_limited(&mut self.r, &mut self.line, max, &mut partial) {
+            match self.input.next_line(&mut self.src, max, &mut partial) {
                 Ok(Line::Complete) => {
                     self.route(peer);
                     routed += 1;
@@ -159,21 +104,18 @@ impl ReadState {
     }
 }
 
-/// A line buffer up to this size is always kept; above it, only while the
-/// lines use a quarter of it.
-const LINE_KEEP_MIN: usize = 64 * 1024;
-
 impl ReadState {
     /// Whether a complete line is buffered (read, not yet routed).
     fn has_line(&self) -> bool {
-        memchr::memchr(b'\n', self.r.buffer()).is_some()
+        self.input.has_line()
     }
 
-    /// Routes the line in `self.line` and clears it.
+    /// Routes the line last found and steps past it.
     fn route(&mut self, peer: &Arc<Peer>) {
-        let line = match self.line.last() {
-            Some(b'\r') => &self.line[..self.line.len() - 1],
-            _ => &self.line[..],
+        let line = self.input.line();
+        let line = match line.last() {
+            Some(b'\r') => &line[..line.len() - 1],
+            _ => line,
         };
         let taken = if line.len() >= LARGE_STRING_MIN {
             self.scan.finish(line)
@@ -184,15 +126,7 @@ impl ReadState {
         if !line.iter().all(u8::is_ascii_whitespace) {
             peer.dispatch_taken(line, taken);
         }
-        // Keep a large buffer while it is used (a run of large replies
-        // would otherwise grow it from 4 KiB and fault its pages in again
-        // for each one: measured, a sixth of a 1 MiB call), give it back
-        // once a line used less than a quarter of it.
-        let used = self.line.len();
-        self.line.clear();
-        if self.line.capacity() > LINE_KEEP_MIN && used < self.line.capacity() / 4 {
-            self.line = Vec::with_capacity(4096);
-        }
+        self.input.consume();
     }
 }
 
@@ -348,8 +282,8 @@ impl StdoutShared {
             stop,
             fd,
             state: Mutex::new(ReadState {
-                r: BufReader::with_capacity(64 * 1024, stdout),
-                line: Vec::with_capacity(4096),
+                src: stdout,
+                input: LineBuf::new(),
                 scan: Scanner::new(LARGE_STRING_MIN),
             }),
             wake: WakePipe::new()?,
@@ -368,8 +302,8 @@ impl StdoutShared {
             return;
         };
         let mut st = self.state.lock();
-        st.r = BufReader::new(ChildStdout::from(OwnedFd::from(null)));
-        st.line = Vec::new();
+        st.src = ChildStdout::from(OwnedFd::from(null));
+        st.input = LineBuf::empty();
         st.scan.reset();
     }
 
@@ -687,7 +621,8 @@ pub(super) fn reader_loop(
                 signal_group(pid, libc::SIGKILL);
                 // Drain to end of file so the pipe does not block the dying
                 // group (or until the client closes).
-                drain_to_eof(shared.fd, &mut st.r, &shared.stop);
+                let st = &mut *st;
+                drain_to_eof(shared.fd, &mut st.src, &mut st.input, &shared.stop);
                 return;
             }
             Drained::Failed(e) => break format!("reading the server's stdout failed: {e}"),
@@ -708,24 +643,14 @@ pub(super) fn reader_loop(
 
 /// Discards input until end of file, an error, or `stop`.
 ///
-/// Reads through `r`'s own buffer: a scratch array here would be part of
-/// the I/O thread's frame (this is inlined into [`reader_loop`]), and its
-/// pages resident for the thread's whole life, on every server.
-fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>, stop: &Stop) {
-    loop {
-        match r.fill_buf() {
-            Ok([]) => return,
-            Ok(got) => {
-                let n = got.len();
-                r.consume(n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if stop.is_set() || poll_fds(&mut [pollfd(fd), pollfd(stop.fd())], None).is_err() {
-                    return;
-                }
-            }
-            Err(_) => return,
+/// Reads through the connection's own buffer: a scratch array here would
+/// be part of the I/O thread's frame (this is inlined into
+/// [`reader_loop`]), and its pages resident for the thread's whole life, on
+/// every server.
+fn drain_to_eof(fd: RawFd, src: &mut ChildStdout, input: &mut LineBuf, stop: &Stop) {
+    while !input.discard_from(src) {
+        if stop.is_set() || poll_fds(&mut [pollfd(fd), pollfd(stop.fd())], None).is_err() {
+            return;
         }
     }
 }
@@ -733,7 +658,6 @@ fn drain_to_eof(fd: RawFd, r: &mut BufReader<ChildStdout>, stop: &Stop) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
 
     #[test]
     fn a_wake_pipe_is_readable_from_wake_until_clear() {
@@ -754,59 +678,5 @@ mod tests {
         assert!(!readable(&w), "cleared twice");
         w.wake();
         assert!(readable(&w), "woken again");
-    }
-
-    fn next(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Line {
-        buf.clear();
-        read_line_limited(r, buf, max, &mut |_| {}).unwrap()
-    }
-
-    #[test]
-    fn limited_lines() {
-        let data = b"abc\r\n\nlong-line-here\ntail";
-        let mut r = BufReader::with_capacity(4, &data[..]);
-        let mut buf = Vec::new();
-        assert!(matches!(next(&mut r, &mut buf, 8), Line::Complete));
-        assert_eq!(buf, b"abc\r");
-        assert!(matches!(next(&mut r, &mut buf, 8), Line::Complete));
-        assert_eq!(buf, b"");
-        assert!(matches!(next(&mut r, &mut buf, 8), Line::TooLong));
-    }
-
-    #[test]
-    fn final_line_without_newline() {
-        let mut r = BufReader::new(&b"x"[..]);
-        let mut buf = Vec::new();
-        assert!(matches!(next(&mut r, &mut buf, 8), Line::Complete));
-        assert_eq!(buf, b"x");
-        assert!(matches!(next(&mut r, &mut buf, 8), Line::Eof));
-    }
-
-    /// A reader that has `parts` one at a time, then would block.
-    struct Trickle(Vec<&'static [u8]>);
-    impl Read for Trickle {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            if self.0.is_empty() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            let p = self.0.remove(0);
-            out[..p.len()].copy_from_slice(p);
-            Ok(p.len())
-        }
-    }
-
-    #[test]
-    fn partial_line_survives_would_block() {
-        let mut r = BufReader::new(Trickle(vec![b"{\"a\":", b"1}\n{\"b\""]));
-        let mut buf = Vec::new();
-        assert!(matches!(
-            read_line_limited(&mut r, &mut buf, 64, &mut |_| {}).unwrap(),
-            Line::Complete
-        ));
-        assert_eq!(buf, b"{\"a\":1}");
-        buf.clear();
-        let e = read_line_limited(&mut r, &mut buf, 64, &mut |_| {}).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
-        assert_eq!(buf, b"{\"b\"", "the partial line is kept for the next read");
     }
 }
