@@ -298,12 +298,102 @@ fn spawner_threads() -> u64 {
 
 // ---- the raw floor ------------------------------------------------------------
 
+/// A pipe's lines read straight into one buffer, as skald-mcp reads them
+/// (`src/stdio/linebuf.rs`): no byte is copied after the kernel's copy, and
+/// a read asks for all the room the buffer has. The floor must not pay a
+/// copy that the client does not (through a `BufReader` and `read_until`
+/// it paid one per byte and a `read` per 64 KiB: 1 MiB replies then read
+/// as a floor that the client nearly met).
+struct RawLines {
+    src: ChildStdout,
+    buf: Vec<u8>,
+    /// The last line returned, without its newline.
+    line: std::ops::Range<usize>,
+    /// The first byte not returned yet.
+    start: usize,
+    /// `buf[start..searched]` has no newline.
+    searched: usize,
+}
+
+impl RawLines {
+    fn new(src: ChildStdout) -> RawLines {
+        RawLines {
+            src,
+            buf: Vec::with_capacity(64 * 1024),
+            line: 0..0,
+            start: 0,
+            searched: 0,
+        }
+    }
+
+    /// Whether bytes are read that no line returned yet.
+    fn buffered(&self) -> bool {
+        self.start < self.buf.len()
+    }
+
+    fn fd(&self) -> libc::c_int {
+        use std::os::fd::AsRawFd;
+        self.src.as_raw_fd()
+    }
+
+    /// The last line returned.
+    fn line(&self) -> &[u8] {
+        &self.buf[self.line.clone()]
+    }
+
+    /// Reads until a line is complete: `Ok(false)` at end of file; on a
+    /// non-blocking pipe `Err(WouldBlock)` keeps the partial line.
+    fn next(&mut self) -> std::io::Result<bool> {
+        loop {
+            if let Some(pos) = memchr::memchr(b'\n', &self.buf[self.searched..]) {
+                let end = self.searched + pos;
+                self.line = self.start..end;
+                self.start = end + 1;
+                self.searched = self.start;
+                return Ok(true);
+            }
+            self.searched = self.buf.len();
+            if self.start == self.buf.len() {
+                self.buf.clear();
+                (self.start, self.searched) = (0, 0);
+            } else if self.buf.capacity() - self.buf.len() < 16 * 1024 {
+                let live = self.start..self.buf.len();
+                self.buf.copy_within(live.clone(), 0);
+                self.buf.truncate(live.len());
+                self.searched -= self.start;
+                self.start = 0;
+                if self.buf.capacity() - self.buf.len() < 16 * 1024 {
+                    self.buf.reserve(self.buf.capacity());
+                }
+            }
+            let room = self.buf.capacity() - self.buf.len();
+            // SAFETY: `read` writes at most `room` bytes into the vector's
+            // spare capacity; the length then covers what it wrote.
+            let n = unsafe {
+                let end = self.buf.as_mut_ptr().add(self.buf.len());
+                libc::read(self.fd(), end.cast(), room)
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Ok(false);
+            }
+            // SAFETY: the kernel wrote `n` bytes after the old length.
+            unsafe { self.buf.set_len(self.buf.len() + n as usize) };
+        }
+    }
+}
+
 /// The echo server driven over its pipes by hand.
 struct RawPipe {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    line: Vec<u8>,
+    stdout: RawLines,
     next_id: u64,
 }
 
@@ -330,12 +420,10 @@ impl RawPipe {
             // SAFETY: F_SETPIPE_SZ on the pipe this struct owns.
             unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, size) };
         }
-        let stdout = BufReader::with_capacity(64 * 1024, stdout);
         RawPipe {
             child,
             stdin,
-            stdout,
-            line: Vec::with_capacity(4096),
+            stdout: RawLines::new(stdout),
             next_id: 1,
         }
     }
@@ -345,21 +433,18 @@ impl RawPipe {
     }
 
     fn recv(&mut self) {
-        self.line.clear();
-        let n = self.stdout.read_until(b'\n', &mut self.line).unwrap();
-        assert!(n > 0, "the echo server closed its stdout");
+        let got = self.stdout.next().unwrap();
+        assert!(got, "the echo server closed its stdout");
     }
 
     /// [`recv`](Self::recv) spinning on a non-blocking pipe (yielding the
     /// CPU between reads), as this client's caller does while a call is
     /// alone: no wake-up of a sleeping thread in the measurement.
     fn recv_spin(&mut self) {
-        self.line.clear();
         loop {
-            match self.stdout.read_until(b'\n', &mut self.line) {
-                Ok(0) => panic!("the echo server closed its stdout"),
-                Ok(_) if self.line.ends_with(b"\n") => return,
-                Ok(_) => {}
+            match self.stdout.next() {
+                Ok(false) => panic!("the echo server closed its stdout"),
+                Ok(true) => return,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => thread::yield_now(),
                 Err(e) => panic!("reading the echo server: {e}"),
             }
@@ -368,7 +453,7 @@ impl RawPipe {
 
     fn set_nonblocking(&self) {
         use std::os::fd::AsRawFd;
-        let fd = self.stdout.get_ref().as_raw_fd();
+        let fd = self.stdout.src.as_raw_fd();
         // SAFETY: fcntl on a descriptor this struct owns, with flags read
         // from it first; no memory is passed.
         unsafe {
@@ -520,10 +605,9 @@ fn timed(n: usize, mut call: impl FnMut()) -> Vec<Duration> {
 
 /// Waits with `poll` until the pipe has a reply (unless one is buffered).
 fn wait_readable(p: &RawPipe) {
-    use std::os::fd::AsRawFd;
-    if p.stdout.buffer().is_empty() {
+    if !p.stdout.buffered() {
         let mut pfd = libc::pollfd {
-            fd: p.stdout.get_ref().as_raw_fd(),
+            fd: p.stdout.fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -565,7 +649,7 @@ fn floor_seq_json(server: &str, size: usize, n: usize) -> Vec<Duration> {
         p.send(&b);
         wait_readable(&p);
         p.recv();
-        let v: serde_json::Value = serde_json::from_slice(&p.line).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(p.stdout.line()).unwrap();
         std::hint::black_box(v);
     })
 }
@@ -575,14 +659,13 @@ fn floor_seq_json(server: &str, size: usize, n: usize) -> Vec<Duration> {
 fn floor_seq_thread(server: &str, size: usize, n: usize) -> Vec<Duration> {
     let mut p = RawPipe::spawn(server);
     p.handshake();
-    let mut stdout = std::mem::replace(&mut p.stdout, BufReader::new(empty_stdout()));
+    let mut stdout = std::mem::replace(&mut p.stdout, RawLines::new(empty_stdout()));
     let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1);
     let reader = thread::spawn(move || loop {
-        let mut line = Vec::with_capacity(512);
-        match stdout.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                if tx.send(line).is_err() {
+        match stdout.next() {
+            Ok(false) | Err(_) => return,
+            Ok(true) => {
+                if tx.send(stdout.line().to_vec()).is_err() {
                     return;
                 }
             }
@@ -759,9 +842,7 @@ fn floor_kill(server: &str) -> Duration {
     thread::sleep(Duration::from_millis(20));
     let t = Instant::now();
     unsafe { libc::kill(p.child.id() as i32, libc::SIGKILL) };
-    p.line.clear();
-    let n = p.stdout.read_until(b'\n', &mut p.line).unwrap_or(0);
-    assert_eq!(n, 0);
+    assert!(!p.stdout.next().unwrap_or(false), "end of file");
     t.elapsed()
 }
 
