@@ -964,6 +964,15 @@ fn http_socket(addr: &str, spin: bool) -> BufReader<TcpStream> {
     s
 }
 
+/// Runs `f` as in the modern era (`true`) or the legacy one, then puts
+/// the run's era back (the `era` scenario measures both in one run).
+fn in_era<T>(modern: bool, f: impl FnOnce() -> T) -> T {
+    let was = MODERN.swap(modern, Ordering::Relaxed);
+    let out = f();
+    MODERN.store(was, Ordering::Relaxed);
+    out
+}
+
 /// The body of one 128 B echo call in this run's era.
 fn http_call_body(id: u64) -> String {
     let mut p = String::from_utf8(RawPipe::modern_or_legacy_bytes(id, 128)).unwrap();
@@ -1584,17 +1593,21 @@ fn main() {
         let n = 2000;
         let echo = HttpEcho::start_with(&server, &["--dual-era"]);
         let (mut sl, mut sm, mut hl, mut hm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut fl, mut fm) = (Vec::new(), Vec::new());
+        let (mut fl, mut fm, mut hfl, mut hfm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
             fl.extend(floor_seq_spin(&server, 128, n, false));
             fm.extend(floor_seq_modern(&server, 128, n));
             sl.extend(era_stdio(&server, Legacy, n));
             sm.extend(era_stdio(&server, Modern, n));
+            // The HTTP floor spins as the client's lone caller does, with
+            // each era's body and headers.
+            hfl.extend(in_era(false, || floor_http(&echo.addr, n / 4, true)));
+            hfm.extend(in_era(true, || floor_http(&echo.addr, n / 4, true)));
             hl.extend(era_http(&echo.url, Legacy, n / 4));
             hm.extend(era_http(&echo.url, Modern, n / 4));
         }
         let (sl, sm, hl, hm) = (median(sl), median(sm), median(hl), median(hm));
-        let (fl, fm) = (median(fl), median(fm));
+        let (fl, fm, hfl, hfm) = (median(fl), median(fm), median(hfl), median(hfm));
         t.add(
             "era_stdio_legacy_p50_us",
             "stdio tools/call 128 B, legacy, p50",
@@ -1615,7 +1628,7 @@ fn main() {
             "era_http_legacy_p50_us",
             "HTTP tools/call 128 B, legacy, p50",
             hl,
-            None,
+            Some(hfl),
             "µs",
             true,
         );
@@ -1623,17 +1636,20 @@ fn main() {
             "era_http_modern_p50_us",
             "HTTP tools/call 128 B, modern, p50",
             hm,
-            None,
+            Some(hfm),
             "µs",
             true,
         );
         println!(
-            "modern ÷ legacy: stdio {:.3}, HTTP {:.3}; raw floor modern ÷ legacy {:.3}; \
-             the client's own cost above the floor, modern − legacy: {:.2} µs",
+            "modern ÷ legacy: stdio {:.3}, HTTP {:.3}; raw floor modern ÷ legacy: stdio {:.3}, \
+             HTTP {:.3}; the client's own cost above the floor, modern − legacy: stdio {:.2} µs, \
+             HTTP {:.2} µs",
             sm / sl,
             hm / hl,
             fm / fl,
-            (sm - fm) - (sl - fl)
+            hfm / hfl,
+            (sm - fm) - (sl - fl),
+            (hm - hfm) - (hl - hfl)
         );
     }
 
