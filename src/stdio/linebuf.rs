@@ -109,12 +109,10 @@ impl LineBuf {
     pub(super) fn consume(&mut self) {
         let Some(end) = self.end.take() else { return };
         let used = end - self.start;
-        self.start = (end + 1).min(self.buf.len());
+        self.start = end + 1;
         self.searched = self.start;
-        if self.start == self.buf.len() {
-            self.start = 0;
-            self.searched = 0;
-            self.buf.clear();
+        if self.start >= self.buf.len() {
+            self.clear();
         }
         // Keep a large buffer while it is used (a run of large replies
         // would otherwise grow it again and fault its pages in for each
@@ -122,14 +120,9 @@ impl LineBuf {
         let cap = self.buf.capacity();
         if cap > STDOUT_READ_BUFFER && used < cap / 4 {
             let rest = &self.buf[self.start..];
-            let mut smaller = Vec::with_capacity(STDOUT_READ_BUFFER.max(rest.len()));
-            smaller.extend_from_slice(rest);
-            *self = LineBuf {
-                buf: smaller,
-                start: 0,
-                searched: 0,
-                end: None,
-            };
+            let mut smaller = LineBuf::with_capacity(STDOUT_READ_BUFFER.max(rest.len()));
+            smaller.buf.extend_from_slice(rest);
+            *self = smaller;
         }
     }
 
