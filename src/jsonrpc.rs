@@ -398,13 +398,42 @@ pub fn encode_request(id: &RequestId, method: &str, params: Option<&Value>) -> V
     line(&request_value(id, method, params))
 }
 
+/// The `_meta` entries every request of a connection carries (the modern
+/// era's protocol version, capabilities and identity), kept with their
+/// serialised text: a request without a `_meta` of its own and without a
+/// progress token writes the text as it is, instead of serialising some
+/// three hundred bytes of nested maps for every call.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedMeta {
+    map: Map<String, Value>,
+    /// `map` as JSON; `None` only if it could not be serialised (it always
+    /// can: its keys are strings), and then the entries are written one
+    /// by one.
+    text: Option<Box<serde_json::value::RawValue>>,
+}
+
+impl SharedMeta {
+    pub(crate) fn new(map: Map<String, Value>) -> SharedMeta {
+        let text = serde_json::value::to_raw_value(&map).ok();
+        SharedMeta { map, text }
+    }
+}
+
+impl std::ops::Deref for SharedMeta {
+    type Target = Map<String, Value>;
+
+    fn deref(&self) -> &Map<String, Value> {
+        &self.map
+    }
+}
+
 /// What the connection adds to a request's `params._meta` on the way out,
 /// without copying the params: the modern era's shared `_meta` (protocol
 /// version, capabilities, identity) and a `progressToken`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct MetaExtra<'a> {
     /// Entries every request of the connection carries.
-    pub(crate) shared: Option<&'a Map<String, Value>>,
+    pub(crate) shared: Option<&'a SharedMeta>,
     /// The request's `progressToken`, when progress is wanted.
     pub(crate) progress_token: Option<i64>,
 }
@@ -457,6 +486,13 @@ struct MetaOut<'a> {
 impl serde::Serialize for MetaOut<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
+        if let (None, None, Some(text)) = (
+            self.user,
+            self.extra.progress_token,
+            self.extra.shared.and_then(|sh| sh.text.as_deref()),
+        ) {
+            return serde::Serialize::serialize(text, s);
+        }
         let mut m = s.serialize_map(None)?;
         let shadowed = |k: &str| {
             self.extra.shared.is_some_and(|sh| sh.contains_key(k))
@@ -470,7 +506,7 @@ impl serde::Serialize for MetaOut<'_> {
             }
         }
         if let Some(sh) = self.extra.shared {
-            for (k, v) in sh {
+            for (k, v) in sh.iter() {
                 m.serialize_entry(k, v)?;
             }
         }
@@ -630,6 +666,7 @@ mod tests {
             "k": "shared"
         }))
         .unwrap();
+        let shared = SharedMeta::new(shared);
         let extra = MetaExtra {
             shared: Some(&shared),
             progress_token: Some(7),
@@ -655,6 +692,41 @@ mod tests {
             }
         }
         assert_eq!(params_value(None, MetaExtra::default()), None);
+    }
+
+    /// A request with neither a `_meta` of its own nor a progress token
+    /// gets the shared entries from their kept text: the same bytes as
+    /// when they are written one by one.
+    #[test]
+    fn shared_meta_text_is_the_entries() {
+        let map: Map<String, Value> = serde_json::from_value(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"roots": {}, "x": [1, "é\"\n"]},
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}
+        }))
+        .unwrap();
+        let kept = SharedMeta::new(map.clone());
+        assert!(kept.text.is_some());
+        let entry_wise = SharedMeta { map, text: None };
+        let params = json!({"name": "t", "arguments": {"a": 1}});
+        for p in [Some(&params), None] {
+            let extra = |sh| MetaExtra {
+                shared: Some(sh),
+                progress_token: None,
+            };
+            let fast = encode_request_direct(5, "tools/call", p, extra(&kept));
+            let slow = encode_request_direct(5, "tools/call", p, extra(&entry_wise));
+            assert_eq!(fast, slow);
+            assert_eq!(
+                params_value(p, extra(&kept)),
+                params_value(p, extra(&entry_wise))
+            );
+            let v: Value = serde_json::from_slice(&fast).unwrap();
+            assert_eq!(
+                v["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+                "c"
+            );
+        }
     }
 
     /// The envelope read straight from bytes decodes every object as the

@@ -127,6 +127,34 @@ fn declared_parameters_are_mirrored_in_headers() {
     c.close().unwrap();
 }
 
+/// A header mismatch on a call (the tool's `x-mcp-header` declarations
+/// may have changed since it was listed) lists the tools again and sends
+/// the call once more; a second mismatch is the caller's typed error.
+#[test]
+fn a_header_mismatch_is_retried_once() {
+    let Some(server) = Server::fastmcp(&[]) else {
+        return;
+    };
+    let c = connect(&server, "fm-mismatch", test_options());
+    assert_eq!(c.initialize().unwrap().era, Era::Modern);
+    c.list_tools().unwrap();
+    let once = c.call_tool("mismatch", json!({"key": "once", "times": 1}));
+    assert_eq!(text(once.unwrap()), "attempt 2");
+    match c.call_tool("mismatch", json!({"key": "twice", "times": 2})) {
+        Err(McpError::HeaderMismatch {
+            method, message, ..
+        }) => {
+            assert_eq!(method, "tools/call");
+            assert!(message.contains("attempt 2"), "{message}");
+        }
+        other => panic!("expected HeaderMismatch after one retry, got {other:?}"),
+    }
+    // Sent once more, not again and again.
+    let third = c.call_tool("mismatch", json!({"key": "twice", "times": 2}));
+    assert_eq!(text(third.unwrap()), "attempt 3");
+    c.close().unwrap();
+}
+
 #[test]
 fn progress_and_logs_in_the_modern_era() {
     let Some(server) = Server::fastmcp(&[]) else {

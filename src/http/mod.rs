@@ -713,19 +713,11 @@ impl Shared {
         let modern = match version {
             None => None,
             Some(_) => {
-                let tools = (method == "tools/call")
-                    .then(|| peer.cached_tools())
-                    .flatten();
-                let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-                // The schema is kept as text: parsed only when it declares
-                // headers to mirror.
-                let schema = tools
-                    .as_deref()
-                    .and_then(|t| t.iter().find(|t| Some(t.name.as_str()) == name))
-                    .map(|t| t.input_schema_json())
-                    .filter(|s| crate::model::declares_headers(s))
-                    .and_then(|s| serde_json::from_str::<Value>(s).ok());
-                match headers::request_headers(params, version, method, schema.as_ref()) {
+                let schema = (method == "tools/call")
+                    .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
+                    .flatten()
+                    .and_then(|name| peer.header_schema(name));
+                match headers::request_headers(params, version, method, schema.as_deref()) {
                     Ok(h) => Some(h),
                     Err(message) => {
                         return Err(SendFailure::Error(McpError::InvalidInput {

@@ -33,7 +33,9 @@ use crate::client::{
 use crate::elicitation;
 use crate::era::Era;
 use crate::error::{McpError, Result};
-use crate::jsonrpc::{self, codes, FrameError, Incoming, MetaExtra, RequestId, RpcError};
+use crate::jsonrpc::{
+    self, codes, FrameError, Incoming, MetaExtra, RequestId, RpcError, SharedMeta,
+};
 use crate::log::{LogLevel, LogTag, McpLogLine};
 use crate::model::ResultType;
 use crate::notification::McpNotification;
@@ -192,6 +194,11 @@ pub(crate) struct Peer {
     me: std::sync::Weak<Peer>,
     /// The last complete `tools/list`, by name; `None` until listed.
     tools: RwLock<Option<Arc<Vec<McpTool>>>>,
+    /// The input schemas of the listed tools that declare `x-mcp-header`
+    /// parameters, by tool name, parsed once when listed (only over HTTP
+    /// in the modern era, the one place they are mirrored): a call looks
+    /// its tool up here instead of searching the list and its schema text.
+    header_schemas: RwLock<HashMap<String, Arc<Value>>>,
     /// Set while a background refresh of the tool list runs.
     refreshing_tools: AtomicBool,
     /// Set when the list changed again while a refresh was running.
@@ -209,7 +216,7 @@ pub(crate) struct Peer {
 pub(crate) struct Negotiated {
     pub(crate) info: InitializeInfo,
     /// The `_meta` of every request, in the modern era; `None`: legacy.
-    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) meta: Option<SharedMeta>,
 }
 
 /// Removes a pending entry when a call ends without its reply, and tells the
@@ -317,6 +324,7 @@ impl Peer {
             cache: Mutex::new(cache::ResultCache::default()),
             listen: listen::ListenState::default(),
             tools: RwLock::new(None),
+            header_schemas: RwLock::new(HashMap::new()),
             refreshing_tools: AtomicBool::new(false),
             tools_stale: AtomicBool::new(false),
             elicitations: AtomicUsize::new(0),
@@ -529,6 +537,7 @@ impl Peer {
         }
         let mut version_retried = false;
         let mut stream_retried = false;
+        let mut header_retried = false;
         let mut rounds = 0usize;
         let mut params = params;
         loop {
@@ -597,11 +606,29 @@ impl Peer {
                     }
                 }
                 Err(McpError::Rpc { code, message, .. }) if code == codes::HEADER_MISMATCH => {
+                    // Over HTTP a mismatch on a call may mean the tool's
+                    // `x-mcp-header` declarations changed: the spec asks
+                    // to list the tools again and send the request once
+                    // more (its headers are made from the new list).
+                    if method == "tools/call" && !header_retried && self.out.mirrors_headers() {
+                        let name = params
+                            .as_ref()
+                            .and_then(|p| p.get("name"))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        self.lifecycle(format!(
+                            "tools/call {name}: the server reports a header mismatch ({message}); listing the tools again and retrying once"
+                        ));
+                        header_retried = true;
+                        self.cache.lock().invalidate("tools/list");
+                        self.list_tools()?;
+                        continue;
+                    }
                     return Err(McpError::HeaderMismatch {
                         server: self.name.clone(),
                         method: method.to_owned(),
                         message,
-                    })
+                    });
                 }
                 Err(McpError::Rpc {
                     code,
@@ -749,7 +776,7 @@ impl Peer {
         &self,
         method: &str,
         params: Option<&Value>,
-        shared: Option<&Map<String, Value>>,
+        shared: Option<&SharedMeta>,
         opts: &CallOptions,
     ) -> Result<Value> {
         let timeout = opts.timeout.unwrap_or(self.opts.call_timeout);

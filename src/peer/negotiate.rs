@@ -19,7 +19,7 @@ use crate::client::{
 };
 use crate::era::{self, Era, Plan, Verdict};
 use crate::error::{McpError, Result};
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{RpcError, SharedMeta};
 use crate::limits::{MODERN_PROTOCOL_VERSIONS, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// The capabilities a modern request declares: elicitation, sampling and
@@ -46,10 +46,10 @@ pub(crate) fn request_meta(
     opts: &ClientOptions,
     version: &str,
     log_level: Option<crate::log::LogLevel>,
-) -> serde_json::Map<String, Value> {
+) -> SharedMeta {
     let caps = modern_capabilities(opts);
     let info = json!({"name": opts.client_name, "version": opts.client_version});
-    era::request_meta(version, &caps, &info, log_level)
+    SharedMeta::new(era::request_meta(version, &caps, &info, log_level))
 }
 
 /// A request whose answer is awaited by hand.

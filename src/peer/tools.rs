@@ -166,7 +166,20 @@ impl Peer {
             );
         }
         tools.shrink_to_fit();
+        let schemas = if mirrors {
+            tools
+                .iter()
+                .filter(|t| crate::model::declares_headers(t.input_schema_json()))
+                .filter_map(|t| {
+                    let schema = serde_json::from_str(t.input_schema_json()).ok()?;
+                    Some((t.name.clone(), Arc::new(schema)))
+                })
+                .collect()
+        } else {
+            HashMap::new()
+        };
         let tools = Arc::new(tools);
+        *self.header_schemas.write() = schemas;
         *self.tools.write() = Some(Arc::clone(&tools));
         Ok(tools)
     }
@@ -174,6 +187,16 @@ impl Peer {
     /// The last complete tool list, if tools were listed.
     pub(crate) fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
         self.tools.read().clone()
+    }
+
+    /// The input schema of listed tool `name` if it declares parameters
+    /// to mirror in headers (`x-mcp-header`); `None` for every other tool.
+    pub(crate) fn header_schema(&self, name: &str) -> Option<Arc<Value>> {
+        let schemas = self.header_schemas.read();
+        if schemas.is_empty() {
+            return None;
+        }
+        schemas.get(name).cloned()
     }
 
     /// Re-lists the tools on a thread of its own (after
@@ -283,22 +306,9 @@ impl Peer {
                 None => json!({}),
             };
         }
-        // Over HTTP in the modern era a HeaderMismatch may mean the tool's
-        // x-mcp-header declarations changed: the spec asks to list the tools
-        // again and retry once (the params are kept only there).
-        let retry_params =
-            (self.out.mirrors_headers() && self.era() == Some(Era::Modern)).then(|| params.clone());
-        let result = match self.request("tools/call", Some(params), opts) {
-            Err(McpError::HeaderMismatch { message, .. }) if retry_params.is_some() => {
-                self.lifecycle(format!(
-                    "tools/call {name}: the server reports a header mismatch ({message}); listing the tools again and retrying once"
-                ));
-                self.cache.lock().invalidate("tools/list");
-                self.list_tools()?;
-                self.request("tools/call", retry_params, opts)?
-            }
-            other => other?,
-        };
+        // (A header mismatch over HTTP is retried once after listing the
+        // tools again, in `Peer::request_modern`.)
+        let result = self.request("tools/call", Some(params), opts)?;
         let result = match extract_call_result_owned(&self.name, name, result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);

@@ -178,6 +178,18 @@ def build_server(era="dual"):
                                roots: Annotated[types.ListRootsResult, Resolve(ask_roots)]) -> str:
             return f"hello {name.name}; roots " + ",".join(str(r.uri) for r in roots.roots)
 
+        mismatches = {}
+
+        @mcp.tool(description="Answer a header mismatch (-32020) to the first `times` calls "
+                              "for `key`.", structured_output=False)
+        def mismatch(key: str, times: int) -> str:
+            from mcp.shared.exceptions import MCPError
+            n = mismatches.get(key, 0) + 1
+            mismatches[key] = n
+            if n <= times:
+                raise MCPError(code=-32020, message=f"Header mismatch: attempt {n}")
+            return f"attempt {n}"
+
     @mcp.tool(description="Register tool `name` (an echo) and announce the change.",
               structured_output=False)
     async def add_tool(name: str, ctx: Context) -> str:
