@@ -193,12 +193,7 @@ pub(crate) struct Peer {
     /// This peer, for the threads it starts itself.
     me: std::sync::Weak<Peer>,
     /// The last complete `tools/list`, by name; `None` until listed.
-    tools: RwLock<Option<Arc<Vec<McpTool>>>>,
-    /// The input schemas of the listed tools that declare `x-mcp-header`
-    /// parameters, by tool name, parsed once when listed (only over HTTP
-    /// in the modern era, the one place they are mirrored): a call looks
-    /// its tool up here instead of searching the list and its schema text.
-    header_schemas: RwLock<HashMap<String, Arc<Value>>>,
+    tools: RwLock<Option<Arc<tools::ToolCache>>>,
     /// Set while a background refresh of the tool list runs.
     refreshing_tools: AtomicBool,
     /// Set when the list changed again while a refresh was running.
@@ -324,7 +319,6 @@ impl Peer {
             cache: Mutex::new(cache::ResultCache::default()),
             listen: listen::ListenState::default(),
             tools: RwLock::new(None),
-            header_schemas: RwLock::new(HashMap::new()),
             refreshing_tools: AtomicBool::new(false),
             tools_stale: AtomicBool::new(false),
             elicitations: AtomicUsize::new(0),

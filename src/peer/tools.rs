@@ -2,7 +2,48 @@
 //! after `notifications/tools/list_changed`) and calling (task mode, the
 //! output-schema check, the modern HeaderMismatch retry).
 
+use std::sync::OnceLock;
+
 use super::*;
+
+/// Lists shorter than this are searched from the start; longer ones get
+/// an index by name the first time a call looks a tool up.
+const TOOL_INDEX_FROM: usize = 32;
+
+/// The last complete tool list, with what calls look up in it. One value
+/// behind one lock, so a lookup never mixes two lists.
+pub(crate) struct ToolCache {
+    pub(crate) list: Arc<Vec<McpTool>>,
+    /// Positions in `list` ordered by name, built by the first lookup in a
+    /// long list (4 bytes a tool; a call on a list of 10 000 tools compared
+    /// its name with each of them before). Not built for a list that is
+    /// only listed, so listing costs no more than it did.
+    by_name: OnceLock<Vec<u32>>,
+    /// The input schemas of the tools that declare `x-mcp-header`
+    /// parameters, parsed once while listing (only over HTTP in the modern
+    /// era, the one place they are mirrored); empty for most servers.
+    header_schemas: HashMap<String, Arc<Value>>,
+}
+
+impl ToolCache {
+    /// The listed tool called `name`.
+    pub(crate) fn find(&self, name: &str) -> Option<&McpTool> {
+        if self.list.len() < TOOL_INDEX_FROM {
+            return self.list.iter().find(|t| t.name == name);
+        }
+        let order = self.by_name.get_or_init(|| {
+            let mut order: Vec<u32> = (0..self.list.len() as u32).collect();
+            order.sort_unstable_by(|&a, &b| {
+                self.list[a as usize].name.cmp(&self.list[b as usize].name)
+            });
+            order
+        });
+        let at = order
+            .binary_search_by(|&i| self.list[i as usize].name.as_str().cmp(name))
+            .ok()?;
+        Some(&self.list[order[at] as usize])
+    }
+}
 
 impl Peer {
     pub(crate) fn list_tools(&self) -> Result<Vec<McpTool>> {
@@ -25,6 +66,7 @@ impl Peer {
         // what a small tool costs).
         let mut names: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
         let name_hash = std::collections::hash_map::RandomState::new();
+        let mut header_schemas = HashMap::new();
         let mut seen_cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut complete = false;
@@ -91,21 +133,25 @@ impl Peer {
                 }
                 match McpTool::from_text(&page, range) {
                     Ok(tool) => {
+                        let mut header_schema = None;
                         if mirrors {
                             let schema = tool.input_schema_json();
                             let checked = if crate::model::declares_headers(schema) {
                                 serde_json::from_str::<Value>(schema)
                                     .map_err(|e| e.to_string())
-                                    .and_then(|s| crate::model::validate_tool(&s))
+                                    .and_then(|s| crate::model::validate_tool(&s).map(|()| Some(s)))
                             } else {
-                                Ok(())
+                                Ok(None)
                             };
-                            if let Err(why) = checked {
-                                // 2026-07-28 over HTTP: a tool whose header
-                                // declarations are invalid is left out.
-                                ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);
-                                self.lifecycle(format!("tool '{}' left out: {why}", tool.name));
-                                continue;
+                            match checked {
+                                Ok(s) => header_schema = s,
+                                Err(why) => {
+                                    // 2026-07-28 over HTTP: a tool whose header
+                                    // declarations are invalid is left out.
+                                    ::log::warn!(target: "mcp_client", "[{}] tool '{}' left out: {why}", self.name, tool.name);
+                                    self.lifecycle(format!("tool '{}' left out: {why}", tool.name));
+                                    continue;
+                                }
                             }
                         }
                         use std::hash::BuildHasher as _;
@@ -118,6 +164,9 @@ impl Peer {
                         };
                         if !duplicate {
                             names.entry(h).or_insert(tools.len() as u32);
+                            if let Some(schema) = header_schema {
+                                header_schemas.insert(tool.name.clone(), Arc::new(schema));
+                            }
                             tools.push(tool);
                         } else {
                             ::log::warn!(target: "mcp_client", "[{}] duplicate tool '{}' ignored", self.name, tool.name);
@@ -166,33 +215,30 @@ impl Peer {
             );
         }
         tools.shrink_to_fit();
-        let schemas = if mirrors {
-            tools
-                .iter()
-                .filter(|t| crate::model::declares_headers(t.input_schema_json()))
-                .filter_map(|t| {
-                    let schema = serde_json::from_str(t.input_schema_json()).ok()?;
-                    Some((t.name.clone(), Arc::new(schema)))
-                })
-                .collect()
-        } else {
-            HashMap::new()
-        };
         let tools = Arc::new(tools);
-        *self.header_schemas.write() = schemas;
-        *self.tools.write() = Some(Arc::clone(&tools));
+        *self.tools.write() = Some(Arc::new(ToolCache {
+            list: Arc::clone(&tools),
+            by_name: OnceLock::new(),
+            header_schemas,
+        }));
         Ok(tools)
     }
 
     /// The last complete tool list, if tools were listed.
     pub(crate) fn cached_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        self.tools.read().as_ref().map(|c| Arc::clone(&c.list))
+    }
+
+    /// The last complete tool list with its lookups, if tools were listed.
+    pub(crate) fn tool_cache(&self) -> Option<Arc<ToolCache>> {
         self.tools.read().clone()
     }
 
     /// The input schema of listed tool `name` if it declares parameters
     /// to mirror in headers (`x-mcp-header`); `None` for every other tool.
     pub(crate) fn header_schema(&self, name: &str) -> Option<Arc<Value>> {
-        let schemas = self.header_schemas.read();
+        let cache = self.tools.read();
+        let schemas = &cache.as_ref()?.header_schemas;
         if schemas.is_empty() {
             return None;
         }
@@ -292,10 +338,8 @@ impl Peer {
             }
         };
         // The cached list is shared, not copied: the tool is looked up in it.
-        let tools = self.cached_tools();
-        let tool = tools
-            .as_deref()
-            .and_then(|t| t.iter().find(|t| t.name == name));
+        let tools = self.tool_cache();
+        let tool = tools.as_deref().and_then(|t| t.find(name));
         let support = tool.map(|t| t.task_support).unwrap_or_default();
         let mut params = json!({"name": name, "arguments": arguments});
         // The 2025-11-25 opt-in; under the tasks extension the server alone
@@ -329,5 +373,52 @@ impl Peer {
         };
         self.check_output_schema(tool, name, &result)?;
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache_of(names: &[String]) -> ToolCache {
+        let text = Arc::new(
+            names
+                .iter()
+                .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}).to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+        let mut list = Vec::new();
+        let mut start = 0;
+        for def in text.split('\n') {
+            list.push(McpTool::from_text(&text, start..start + def.len()).unwrap());
+            start += def.len() + 1;
+        }
+        ToolCache {
+            list: Arc::new(list),
+            by_name: OnceLock::new(),
+            header_schemas: HashMap::new(),
+        }
+    }
+
+    /// A lookup finds every listed tool and nothing else, in a short list
+    /// (searched) and in a long one (indexed by name on first use).
+    #[test]
+    fn tools_are_found_by_name_in_short_and_long_lists() {
+        for n in [3, TOOL_INDEX_FROM, 1000] {
+            // Not in name order, with names that share prefixes.
+            let names: Vec<String> = (0..n).rev().map(|i| format!("t{}", i * 7 % n)).collect();
+            let cache = cache_of(&names);
+            for name in &names {
+                assert_eq!(
+                    cache.find(name).map(|t| t.name.as_str()),
+                    Some(name.as_str())
+                );
+            }
+            for missing in ["", "t", &format!("t{n}"), "t0 ", "zzz"] {
+                assert!(cache.find(missing).is_none(), "{missing:?} in {n}");
+            }
+            assert_eq!(cache.by_name.get().is_some(), n >= TOOL_INDEX_FROM);
+        }
     }
 }
