@@ -615,7 +615,8 @@ impl Peer {
                         ));
                         header_retried = true;
                         self.cache.lock().invalidate("tools/list");
-                        self.list_tools()?;
+                        // The list is cached for the next send; no copy.
+                        self.refresh_tools()?;
                         continue;
                     }
                     return Err(McpError::HeaderMismatch {
