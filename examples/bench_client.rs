@@ -1063,6 +1063,9 @@ fn connect(server: &str, name: &str) -> McpServer {
     if let Ok(us) = std::env::var("BENCH_SPIN_US") {
         opts.caller_spin = Duration::from_micros(us.parse().expect("microseconds"));
     }
+    if let Ok(us) = std::env::var("BENCH_IO_SPIN_US") {
+        opts.io_spin = Duration::from_micros(us.parse().expect("microseconds"));
+    }
     // The era a stored server's row hands back to the manager: no
     // `server/discover` probe before `initialize`.
     if std::env::var("BENCH_ERA_HINT").as_deref() == Ok("legacy") {

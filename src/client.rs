@@ -275,6 +275,14 @@ pub struct ClientOptions {
     /// half the cores' worth of callers (at least one) yield at once in the
     /// process; the others sleep at once. `Duration::ZERO`: sleep at once.
     pub caller_spin: Duration,
+    /// How long a stdio connection's I/O thread, with two or more requests
+    /// in flight, polls the server's stdout without sleeping (yielding the
+    /// CPU between polls) before it sleeps until the next reply. Replies
+    /// to a busy connection then come to a thread that is awake. It shares
+    /// the bound of [`caller_spin`](Self::caller_spin): at most half the
+    /// cores' worth of threads yield at once in the process.
+    /// `Duration::ZERO`: sleep at once.
+    pub io_spin: Duration,
     /// Where notifications that the client does not consume itself go.
     /// When `None`, they are logged at debug level and dropped.
     ///
@@ -362,6 +370,7 @@ impl Default for ClientOptions {
             shutdown_grace: limits::SHUTDOWN_GRACE,
             caller_read_window: limits::CALLER_READ_WINDOW,
             caller_spin: limits::CALLER_SPIN,
+            io_spin: limits::IO_SPIN,
             notifications: None,
             logs: None,
             elicitation: None,
@@ -470,6 +479,12 @@ impl ClientOptions {
     /// Sets [`caller_spin`](Self::caller_spin).
     pub fn caller_spin(mut self, d: Duration) -> Self {
         self.caller_spin = d;
+        self
+    }
+
+    /// Sets [`io_spin`](Self::io_spin).
+    pub fn io_spin(mut self, d: Duration) -> Self {
+        self.io_spin = d;
         self
     }
 

@@ -202,6 +202,15 @@ pub const CALLER_READ_WINDOW: Duration = Duration::from_millis(5);
 /// time per call, given up to any other runnable thread.
 pub const CALLER_SPIN: Duration = Duration::from_micros(50);
 
+/// How long a stdio I/O thread that waits for the replies to two or more
+/// requests in flight polls stdout without sleeping, yielding between
+/// polls, before it sleeps in `poll` (default of
+/// [`ClientOptions::io_spin`](crate::ClientOptions)). With callers waiting
+/// on a busy connection, a vCPU that halts between replies makes every
+/// next wake-up slow: throughput at 8 and 64 in flight medians 76k → 91k
+/// and 120k → 130-140k calls/s on two cores (BENCHMARKS.md, stop 35).
+pub const IO_SPIN: Duration = Duration::from_micros(30);
+
 /// How long the stdio reader thread stays away after finding that a caller
 /// read the input that woke it, unless a caller hands reading back sooner.
 /// It bounds how late a message that arrives between calls is routed.

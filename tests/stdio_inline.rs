@@ -95,10 +95,22 @@ fn notifications_between_calls_are_routed_by_the_reader_thread() {
 
 /// Eight threads with their own payloads on one connection, some with
 /// cancel tokens (which never read inline), some without: every reply
-/// reaches the caller that asked for it.
+/// reaches the caller that asked for it, whether the I/O thread polls
+/// without sleeping while replies are due (`io_spin`, default and long)
+/// or sleeps at once.
 #[test]
 fn many_callers_each_get_their_own_reply() {
-    let s = Arc::new(demo(test_options()));
+    for io_spin in [
+        skald_mcp::ClientOptions::default().io_spin,
+        Duration::ZERO,
+        Duration::from_millis(5),
+    ] {
+        many_callers(test_options().io_spin(io_spin));
+    }
+}
+
+fn many_callers(opts: skald_mcp::ClientOptions) {
+    let s = Arc::new(demo(opts));
     let start = Arc::new(Barrier::new(8));
     let hs: Vec<_> = (0..8)
         .map(|t| {
@@ -145,6 +157,37 @@ fn replies_past_the_window_and_with_the_window_off() {
             assert_eq!(text(r), i.to_string());
         }
     }
+}
+
+/// A server that exits while the I/O thread polls for the replies to
+/// several calls without sleeping (a long `io_spin`): every caller gets the
+/// typed error at once, not when the spin or the timeout ends.
+#[test]
+fn server_exit_while_the_io_thread_spins() {
+    let opts = test_options()
+        .call_timeout(Duration::from_secs(60))
+        .caller_read_window(Duration::ZERO)
+        .io_spin(Duration::from_secs(30));
+    let s = Arc::new(hostile("crash_mid_call", opts).unwrap());
+    let start = Arc::new(Barrier::new(3));
+    let t = Instant::now();
+    let hs: Vec<_> = (0..3)
+        .map(|i| {
+            let (s, start) = (Arc::clone(&s), Arc::clone(&start));
+            thread::spawn(move || {
+                start.wait();
+                s.call_tool("echo", json!({"text": i.to_string()}))
+            })
+        })
+        .collect();
+    for h in hs {
+        let e = h.join().expect("caller thread").unwrap_err();
+        assert!(
+            matches!(e, skald_mcp::McpError::Disconnected { .. }),
+            "{e:?}"
+        );
+    }
+    assert!(t.elapsed() < WAIT, "{:?}", t.elapsed());
 }
 
 /// A server that exits while a caller reads its reply: the caller gets the

@@ -344,8 +344,25 @@ impl StdoutShared {
             err,
             out,
         ];
+        // With replies to several requests due, poll without sleeping for
+        // a moment first (see `ClientOptions::io_spin`).
+        let spin = peer.opts.io_spin;
+        if !spin.is_zero() && peer.pending_count() >= 2 {
+            if let Some(_slot) = crate::spin::SpinSlot::take() {
+                let until = Instant::now() + spin;
+                loop {
+                    poll_fds(&mut fds, Some(Duration::ZERO))?;
+                    if fds.iter().any(|f| f.revents != 0) || Instant::now() >= until {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
         // A negative descriptor is ignored by poll.
-        poll_fds(&mut fds, None)?;
+        if fds.iter().all(|f| f.revents == 0) {
+            poll_fds(&mut fds, None)?;
+        }
         if fds[1].revents != 0 {
             self.wake.clear();
         }
