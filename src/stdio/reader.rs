@@ -27,6 +27,11 @@
 //!   on end of file or an error, wakes it at once through a wake-up of its
 //!   own ([`WakePipe`]: an `eventfd` on Linux, a pipe elsewhere).
 //!
+//! * With replies to two or more requests due, the reader thread polls
+//!   stdout without sleeping for [`ClientOptions::io_spin`](crate::ClientOptions)
+//!   before it sleeps in `poll`: on a busy connection the next reply then
+//!   finds a thread (and a vCPU) awake.
+//!
 //! So the reader thread still sees every end of file and every message that
 //! arrives while no caller is reading, within [`READER_BACKOFF`] at worst.
 
