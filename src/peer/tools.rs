@@ -237,12 +237,13 @@ impl Peer {
     /// The input schema of listed tool `name` if it declares parameters
     /// to mirror in headers (`x-mcp-header`); `None` for every other tool.
     pub(crate) fn header_schema(&self, name: &str) -> Option<Arc<Value>> {
-        let cache = self.tools.read();
-        let schemas = &cache.as_ref()?.header_schemas;
-        if schemas.is_empty() {
-            return None;
-        }
-        schemas.get(name).cloned()
+        // An empty map (most servers) answers without hashing the name.
+        self.tools
+            .read()
+            .as_ref()?
+            .header_schemas
+            .get(name)
+            .cloned()
     }
 
     /// Re-lists the tools on a thread of its own (after
