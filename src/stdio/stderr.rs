@@ -26,6 +26,9 @@ const STDERR_AFTER_STOP: usize = 64 * 1024;
 /// pipes: a server writing stderr without pause cannot starve its stdout.
 const DRAIN_BUDGET: usize = 256 * 1024;
 
+/// How much one `read` of stderr takes at most.
+const STDERR_CHUNK: usize = 16 * 1024;
+
 /// What one drain found.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Drain {
@@ -42,7 +45,9 @@ pub(super) struct StderrReader {
     lines: LineSplitter,
     /// Bytes still read once the client closed.
     after_stop: usize,
-    chunk: Box<[u8]>,
+    /// Where reads land: allocated on first use, never zeroed (a read
+    /// initialises what it returns).
+    chunk: Vec<u8>,
 }
 
 impl StderrReader {
@@ -54,7 +59,7 @@ impl StderrReader {
             pipe: Some(stderr),
             lines: LineSplitter::default(),
             after_stop: STDERR_AFTER_STOP,
-            chunk: Box::new([]),
+            chunk: Vec::new(),
         })
     }
 
@@ -78,10 +83,11 @@ impl StderrReader {
             let Some(pipe) = self.pipe.as_ref() else {
                 return Drain::Ended;
             };
-            if self.chunk.is_empty() {
-                self.chunk = vec![0u8; 16 * 1024].into_boxed_slice();
+            if self.chunk.capacity() == 0 {
+                self.chunk = Vec::with_capacity(STDERR_CHUNK);
             }
-            let mut want = self.chunk.len().min(budget);
+            self.chunk.clear();
+            let mut want = self.chunk.capacity().min(budget);
             if stopped {
                 want = want.min(self.after_stop);
             }
@@ -92,8 +98,9 @@ impl StderrReader {
                     Drain::More
                 };
             }
-            // SAFETY: reads into our own buffer, valid for `want` bytes,
-            // from our read end of the pipe, open while `self.pipe` is.
+            // SAFETY: reads into our own buffer's spare capacity, valid for
+            // `want` (at most its capacity) bytes, from our read end of the
+            // pipe, open while `self.pipe` is.
             let n = unsafe { libc::read(pipe.as_raw_fd(), self.chunk.as_mut_ptr().cast(), want) };
             if n == 0 {
                 return self.end(peer, tail);
@@ -112,8 +119,11 @@ impl StderrReader {
             if stopped {
                 self.after_stop -= n;
             }
+            // SAFETY: `read` initialised the first `n` bytes (n ≤ want ≤
+            // capacity).
+            unsafe { self.chunk.set_len(n) };
             let chunk = std::mem::take(&mut self.chunk);
-            self.take_lines(&chunk[..n], peer, tail);
+            self.take_lines(&chunk, peer, tail);
             self.chunk = chunk;
         }
     }
@@ -128,7 +138,7 @@ impl StderrReader {
     fn end(&mut self, peer: &Peer, tail: &StderrTail) -> Drain {
         self.lines.finish(&mut |line| emit(peer, tail, line));
         self.pipe = None;
-        self.chunk = Box::new([]);
+        self.chunk = Vec::new();
         Drain::Ended
     }
 
