@@ -13,7 +13,7 @@ use std::time::Instant;
 use crossbeam_channel::{at, bounded, never, select, Receiver};
 use serde_json::{json, Map, Value};
 
-use super::{parse_initialize, CallEvent, Negotiated, Peer, Pending};
+use super::{parse_initialize, CallEvent, InlineRead, Negotiated, Peer, Pending};
 use crate::client::{
     CallOptions, ClientOptions, Implementation, InitializeInfo, ServerCapabilities,
 };
@@ -144,11 +144,29 @@ impl Peer {
 
     /// The next answer on `rx` (progress and re-arms skipped) until
     /// `until`; `None` on timeout.
+    ///
+    /// The probe is the connection's only request, so (as a lone call
+    /// does, see `ClientOptions::caller_read_window`) it first reads its
+    /// answer on this thread where the transport allows: a hand-off
+    /// through the reader thread costs a thread wake-up on the answer's
+    /// path, once per start.
     fn answer(
         &self,
         rx: &Receiver<CallEvent>,
         until: Instant,
     ) -> Option<std::result::Result<Value, Answer>> {
+        let window = self.opts.caller_read_window;
+        if !window.is_zero() {
+            let inline_until = (Instant::now() + window).min(until);
+            // Ready: an event is queued; progress and re-arms are skipped
+            // and the read goes on. TimedOut/Unavailable: fall back to the
+            // channel below, which still sees anything that arrives.
+            while let InlineRead::Ready = self.out.read_inline(&|| !rx.is_empty(), inline_until) {
+                if let Some(a) = rx.try_recv().ok().and_then(Self::as_answer) {
+                    return Some(a);
+                }
+            }
+        }
         loop {
             match rx.recv_deadline(until) {
                 Ok(ev) => {
