@@ -20,8 +20,9 @@
 //! This module holds that decision, the version choice and the modern
 //! request `_meta`; the connection ([`crate::peer`]) runs the probe on
 //! whichever transport it has. The era found is a property of the server:
-//! it is kept for the connection's lifetime, remembered per HTTP origin for
-//! the life of the process, and can be persisted by the manager with the
+//! it is kept for the connection's lifetime, remembered (when found by
+//! [`EraPreference::Auto`]) per HTTP origin or stdio configuration for the
+//! life of the process, and can be persisted by the manager with the
 //! server's row (see [`ClientOptions::era_hint`](crate::ClientOptions::era_hint)).
 
 use std::collections::HashMap;

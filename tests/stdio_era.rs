@@ -133,7 +133,12 @@ fn compatibility_matrix_on_stdio() {
 #[test]
 fn silent_legacy_server_falls_back_after_the_probe_timeout() {
     let (ltx, lrx) = unbounded();
-    let cfg = demo_in("legacy", &[("DEMO_PROBE", "ignore")]);
+    // A configuration of its own: the era found for a configuration is
+    // remembered in the process, and the matrix test starts this server too.
+    let cfg = demo_in(
+        "legacy",
+        &[("DEMO_PROBE", "ignore"), ("DEMO_CASE", "silent-fallback")],
+    );
     let opts = test_options()
         .discover_timeout(Duration::from_millis(200))
         .logs(ltx);
@@ -478,6 +483,38 @@ fn input_required_reaches_the_elicitation_handler() {
         }
         other => panic!("expected InputRequired, got {other:?}"),
     }
+}
+
+/// The era `Auto` found for a stdio configuration is remembered for the
+/// process: the next start of the same command opens with `initialize`, no
+/// probe. A pinned era is not remembered (the same dual-era server met in
+/// `Legacy` first is still met in the modern era by `Auto`).
+#[test]
+fn the_era_found_is_remembered_per_configuration() {
+    let methods = |s: &McpServer| -> Vec<String> {
+        received(s)
+            .iter()
+            .filter_map(|m| m["method"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let legacy = demo_in("legacy", &[("DEMO_CASE", "remembered")]);
+    let first = connect(&legacy, test_options()).unwrap();
+    assert_eq!(first.initialize().unwrap().era, Era::Legacy);
+    assert_eq!(methods(&first)[0], "server/discover");
+    first.close().unwrap();
+    let second = connect(&legacy, test_options()).unwrap();
+    assert_eq!(second.initialize().unwrap().era, Era::Legacy);
+    let seen = methods(&second);
+    assert_eq!(seen[0], "initialize", "{seen:?}");
+    assert!(!seen.iter().any(|m| m == "server/discover"), "{seen:?}");
+    second.close().unwrap();
+
+    let dual = demo_in("dual", &[("DEMO_CASE", "pinned")]);
+    let pinned = connect(&dual, test_options().era(EraPreference::Legacy)).unwrap();
+    assert_eq!(pinned.initialize().unwrap().era, Era::Legacy);
+    pinned.close().unwrap();
+    let auto = connect(&dual, test_options()).unwrap();
+    assert_eq!(auto.initialize().unwrap().era, Era::Modern);
 }
 
 /// A remembered era that turns out wrong is probed again, both ways.

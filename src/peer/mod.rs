@@ -181,7 +181,8 @@ pub(crate) struct Peer {
     /// What the handshake or the probe agreed; `None` until then.
     init: RwLock<Option<Arc<Negotiated>>>,
     init_lock: Mutex<()>,
-    /// The HTTP origin, under which the era found is remembered.
+    /// The key under which the era found is remembered: the HTTP origin,
+    /// or a stdio configuration's hash (`Spec::era_key`).
     pub(crate) origin: Option<String>,
     /// The level set with `set_logging_level` (sent in every modern
     /// request's `_meta`).

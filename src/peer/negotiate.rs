@@ -78,6 +78,13 @@ impl Peer {
             hint: self.opts.era_hint,
         };
         let plan = era::plan(prefs, self.origin.as_deref());
+        // Only what `Auto` found is remembered: a pinned era says what the
+        // user asked for, not what the server prefers (a dual-era server
+        // pinned to legacy once must still be met in the modern era later).
+        let learns = matches!(
+            plan,
+            Plan::Legacy { fallback: true, .. } | Plan::Modern { fallback: true, .. }
+        );
         let n = match plan {
             Plan::Legacy { version, fallback } => match self.handshake(&version, deadline) {
                 Err(e @ McpError::Rpc { .. }) if fallback => {
@@ -97,7 +104,7 @@ impl Peer {
             },
             other => other,
         })?;
-        if let Some(o) = &self.origin {
+        if let (true, Some(o)) = (learns, &self.origin) {
             era::remember(o, n.info.era);
         }
         Ok(n)

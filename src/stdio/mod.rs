@@ -439,6 +439,7 @@ impl McpServer {
             base,
             cwd: config.cwd.clone(),
         };
+        let era_key = spec.era_key();
         let tail = Arc::new(StderrTail::new(spec.env.values()));
         let stop = Arc::new(Stop::new().map_err(|source| McpError::Spawn {
             server: name.clone(),
@@ -484,7 +485,7 @@ impl McpServer {
                 stdout: Arc::clone(&stdout),
             }),
             caps,
-            None,
+            Some(era_key),
         );
         stdout.attach(&peer);
         let stdout_keep = Arc::clone(&stdout);

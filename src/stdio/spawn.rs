@@ -34,8 +34,23 @@ pub(super) struct Spec {
     pub(super) cwd: Option<std::path::PathBuf>,
 }
 
+impl Spec {
+    /// The key under which the era this configuration's server speaks is
+    /// remembered for the life of the process (as the specification
+    /// recommends: a restart of the same configuration is not probed
+    /// again). A hash, so the configured variables (secrets among them)
+    /// are not kept a second time; a collision only costs the probe the
+    /// wrong guess falls back to.
+    pub(super) fn era_key(&self) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&self.program, &self.args, &self.env, &self.base, &self.cwd).hash(&mut h);
+        format!("stdio:{:016x}", h.finish())
+    }
+}
+
 /// The part of the host's environment a child starts from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum EnvBase {
     /// All of it (`McpServerConfig::inherit_env`).
     Inherit,
