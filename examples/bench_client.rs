@@ -1309,12 +1309,26 @@ fn main() {
         let n = if args.quick { 10 } else { 30 };
         // Interleaved, so that both see the same machine load.
         let (mut floor, mut ours) = (Vec::new(), Vec::new());
+        // `BENCH_CPU=1`: the client's own CPU per start (all its threads),
+        // which the 50-way scenario's noise hides.
+        let (mut floor_cpu, mut ours_cpu) = (Duration::ZERO, Duration::ZERO);
         for i in 0..n {
+            let c0 = process_cpu();
             floor.push(floor_cold(&server));
+            let c1 = process_cpu();
             let t = Instant::now();
             let s = connect(&server, &format!("cold{i}"));
             ours.push(t.elapsed());
+            ours_cpu += process_cpu() - c1;
+            floor_cpu += c1 - c0;
             drop(s);
+        }
+        if std::env::var_os("BENCH_CPU").is_some() {
+            eprintln!(
+                "# cold: the client's CPU per start {:.1} µs (floor {:.1} µs)",
+                ours_cpu.as_secs_f64() * 1e6 / n as f64,
+                floor_cpu.as_secs_f64() * 1e6 / n as f64
+            );
         }
         t.add(
             "cold_ms",

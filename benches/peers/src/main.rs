@@ -460,6 +460,7 @@ impl Bench {
         let server = self.a.server.clone();
         let d = if self.a.native {
             self.task(async move {
+                let cpu0 = process_cpu();
                 let t = Instant::now();
                 let mut set = tokio::task::JoinSet::new();
                 for _ in 0..50 {
@@ -468,6 +469,12 @@ impl Bench {
                 }
                 let clients = set.join_all().await;
                 let d = t.elapsed();
+                if std::env::var_os("BENCH_CPU").is_some() {
+                    eprintln!(
+                        "# start50: the client's CPU in the window {:.2} ms",
+                        (process_cpu() - cpu0).as_secs_f64() * 1e3
+                    );
+                }
                 for c in clients {
                     let _ = c.cancel().await;
                 }
@@ -749,4 +756,14 @@ fn main() {
             report(tag, "list10k_rss_mib", v);
         }
     }
+}
+
+/// User + system CPU time of this process so far (all its threads).
+fn process_cpu() -> Duration {
+    // SAFETY: an all-zero rusage is a valid value of that C struct.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we pass.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(r.ru_utime) + tv(r.ru_stime)
 }
