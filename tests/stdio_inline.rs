@@ -207,3 +207,65 @@ fn server_exit_while_the_caller_reads() {
     );
     assert!(t.elapsed() < WAIT);
 }
+
+/// The voluntary and involuntary context switches of this process's thread
+/// named `comm`, from `/proc/self/task/*/status`.
+fn switches_of(comm: &str) -> u64 {
+    for task in std::fs::read_dir("/proc/self/task")
+        .expect("/proc")
+        .flatten()
+    {
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if name.trim() != comm {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).expect("status");
+        return status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+    }
+    panic!("no thread named {comm}");
+}
+
+/// While a caller reads a slow reply itself, the I/O thread, woken by a
+/// message that the caller took (a progress notification, here a quarter
+/// of a second before the reply), waits for the caller to hand back
+/// instead of waking every millisecond (`READER_BACKOFF`) to look: it woke
+/// about 250 times here before. Once the caller leaves, the I/O thread
+/// routes what arrives while nobody calls: the hand-back is not lost.
+#[test]
+fn a_caller_reading_a_slow_reply_does_not_keep_waking_the_io_thread() {
+    let (tx, rx) = unbounded();
+    let opts = test_options()
+        .caller_read_window(LONG_WINDOW)
+        .notifications(tx);
+    let cfg = script_config("parkio", "demo_mcp_server.py", &[]);
+    let s = skald_mcp::McpServer::connect(&cfg, opts).expect("demo server starts");
+    // Sent by the server well after the slow call below has ended.
+    let r = s
+        .call_tool("notify", json!({"method": "event/later", "delay_ms": 1500}))
+        .unwrap();
+    assert_eq!(text(r), "will notify");
+    let progressed = Arc::new(AtomicUsize::new(0));
+    let p2 = Arc::clone(&progressed);
+    let call = CallOptions::new().on_progress(move |_| {
+        p2.fetch_add(1, Ordering::SeqCst);
+    });
+    let before = switches_of("mcp-parkio-io");
+    let r = s
+        .call_tool_with("progress", json!({"steps": 2, "interval": 0.25}), &call)
+        .unwrap();
+    let woke = switches_of("mcp-parkio-io") - before;
+    assert_eq!(text(r), "progressed 2");
+    assert_eq!(progressed.load(Ordering::SeqCst), 2);
+    assert!(
+        woke < 60,
+        "the I/O thread was switched {woke} times during a 500 ms read"
+    );
+    let n = rx
+        .recv_timeout(WAIT)
+        .expect("a notification after a parked read is routed");
+    assert_eq!(n.method, "event/later");
+}

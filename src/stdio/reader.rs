@@ -38,7 +38,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::ChildStdout;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -267,6 +267,12 @@ pub(super) struct StdoutShared {
     pidfd: Option<OwnedFd>,
     /// Told when the client closes: the reader thread stops waiting.
     stop: Arc<Stop>,
+    /// How many times a caller has taken stdout to read: the I/O thread
+    /// tells a caller that is still reading from one that came after it.
+    reads: AtomicU64,
+    /// The I/O thread waits, without a time limit, for the caller now
+    /// reading to hand back (see [`StdoutShared::back_off`]).
+    parked: AtomicBool,
 }
 
 /// A pidfd for `pid`, when the kernel has `pidfd_open`.
@@ -301,6 +307,8 @@ impl StdoutShared {
             wake: WakePipe::new()?,
             finished: AtomicBool::new(false),
             peer: OnceLock::new(),
+            reads: AtomicU64::new(0),
+            parked: AtomicBool::new(false),
         })
     }
 
@@ -332,14 +340,52 @@ impl StdoutShared {
     /// The I/O thread stays away from stdout while a caller reads: until a
     /// caller hands back, or [`READER_BACKOFF`] passed. Stderr and the
     /// outbox are served meanwhile.
+    ///
+    /// A caller that is still reading after that (the same read: a server
+    /// still starting, a slow reply inside the caller's read window) is
+    /// waited for without a time limit, the caller being told to hand back
+    /// when it leaves ([`StdoutShared::parked`]): a thread woken every
+    /// [`READER_BACKOFF`] for nothing cost the I/O thread half its CPU
+    /// while fifty servers started (BENCHMARKS.md, stop 38). Quick
+    /// sequential calls, each a read of its own, keep the timed back-off,
+    /// so they do not each pay a hand-back.
     fn back_off(&self, aux: &mut Aux<'_>, peer: &Peer) {
+        let read = self.reads.load(Ordering::Acquire);
+        if self.wait_aside(aux, peer, Some(READER_BACKOFF)) {
+            return;
+        }
+        if self.reads.load(Ordering::Acquire) != read || !self.state.is_locked() {
+            return;
+        }
+        self.parked.store(true, Ordering::SeqCst);
+        // Pairs with the fence in `read_inline` after the caller unlocks:
+        // either the caller sees `parked` and hands back, or this sees the
+        // mutex free (or taken by a later read) and does not wait.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        while self.reads.load(Ordering::Acquire) == read
+            && self.state.is_locked()
+            && !self.stop.is_set()
+            && !self.wait_aside(aux, peer, None)
+        {}
+        self.parked.store(false, Ordering::Release);
+    }
+
+    /// Waits, for at most `limit`, for a hand-back or the client's close,
+    /// serving stderr and the outbox meanwhile. Returns whether one of
+    /// those came (false: time passed, or only stderr or the outbox had
+    /// something).
+    fn wait_aside(&self, aux: &mut Aux<'_>, peer: &Peer, limit: Option<Duration>) -> bool {
         let [err, out] = aux.fds();
         let mut fds = [pollfd(self.wake.fd()), pollfd(self.stop.fd()), err, out];
-        let _ = poll_fds(&mut fds, Some(READER_BACKOFF));
+        if poll_fds(&mut fds, limit).is_err() {
+            // Not expected of `poll` on our own descriptors; do not spin.
+            return true;
+        }
         if fds[0].revents != 0 {
             self.wake.clear();
         }
         aux.serve(&fds[2..], peer, self.stop.is_set());
+        fds[0].revents != 0 || fds[1].revents != 0
     }
 
     /// Waits for input, a wake-up, the child's exit, or the client's
@@ -399,6 +445,7 @@ impl StdoutShared {
         let Some(mut st) = self.state.try_lock() else {
             return InlineRead::Unavailable;
         };
+        self.reads.fetch_add(1, Ordering::AcqRel);
         if self.finished.load(Ordering::Acquire) {
             // Released meanwhile: `self.fd` is no longer ours.
             return InlineRead::Unavailable;
@@ -461,11 +508,15 @@ impl StdoutShared {
         };
         let left_lines = st.has_line();
         drop(st);
+        // Pairs with the fence in `back_off`: an I/O thread waiting for
+        // this read to end is seen here.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let parked = self.parked.swap(false, Ordering::AcqRel);
         // After unlocking: a request registered before this check either
         // found the mutex taken (and is counted here) or registered alone
         // and reads for itself. Lines read but not routed would wait for
         // the next byte on the pipe: the reader thread routes them.
-        if outcome != InlineRead::Ready || left_lines || peer.pending_count() > 0 {
+        if parked || outcome != InlineRead::Ready || left_lines || peer.pending_count() > 0 {
             self.hand_back();
         }
         outcome
