@@ -982,9 +982,16 @@ impl Peer {
             return Ok(());
         }
         let msg = jsonrpc::notification_value(method, params.as_ref());
-        self.out
-            .send(&msg, Instant::now() + self.opts.call_timeout)
-            .map_err(|f| self.send_failure(method, f))
+        let deadline = Instant::now() + self.opts.call_timeout;
+        // With nothing in flight there is nothing to batch it with: written
+        // at once, as a lone request is (`notifications/initialized` then
+        // costs no wake-up of the stdio I/O thread).
+        let sent = if self.pending_count() == 0 {
+            self.out.send_alone(&msg, deadline)
+        } else {
+            self.out.send(&msg, deadline)
+        };
+        sent.map_err(|f| self.send_failure(method, f))
     }
 
     // ---- lifecycle --------------------------------------------------------

@@ -116,7 +116,7 @@ impl Peer {
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (tx, rx) = bounded(super::CALL_EVENT_CAPACITY);
-        {
+        let alone = {
             let mut p = self.pending.lock();
             if !self.is_alive() {
                 drop(p);
@@ -129,13 +129,21 @@ impl Peer {
                     tx,
                 },
             );
-        }
+            p.len() == 1
+        };
+        // The probe (or a handshake) alone in flight is written at once on
+        // this thread, as a lone call is: no wake-up of the stdio I/O
+        // thread to write it.
+        let how = super::Sending {
+            alone,
+            ..super::Sending::default()
+        };
         if let Err(f) = self.out.send_request(
             id,
             method,
             Some(&params),
             crate::jsonrpc::MetaExtra::default(),
-            super::Sending::default(),
+            how,
             deadline,
         ) {
             self.pending.lock().remove(&id);
