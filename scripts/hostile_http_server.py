@@ -489,6 +489,16 @@ class Handler(BaseHTTPRequestHandler):
             # SO_LINGER 0: close() sends RST instead of FIN.
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
             self.connection.close()
+        elif name == "stray_progress":
+            # `count` progress notifications for the request's id, asked for
+            # or not, in one SSE response before the result.
+            n = int(args.get("count", 200))
+            body = b"".join(event({"jsonrpc": "2.0", "method": "notifications/progress",
+                                   "params": {"progressToken": rid, "progress": i + 1, "total": n}})
+                            for i in range(n))
+            self.start_sse()
+            self.chunk(body + event(reply(f"after {n}")))
+            self.end_sse()
         elif name == "endless_sse":
             self.start_sse()
             try:

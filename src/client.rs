@@ -151,7 +151,8 @@ pub struct CallOptions {
     /// task's `statusMessage` as the message.
     pub on_progress: Option<ProgressFn>,
     /// Whether each progress update restarts the timeout (for long calls
-    /// that report progress steadily).
+    /// that report progress steadily). Progress is only asked for, and
+    /// only passed on, when [`on_progress`](Self::on_progress) is set.
     pub progress_resets_timeout: bool,
     /// The `ttl` requested for a task-mode call.
     pub task_ttl: Option<Duration>,

@@ -368,6 +368,34 @@ fn slow_answers_and_timeouts() {
 }
 
 #[test]
+fn stray_progress_in_the_response_stream_cannot_stall_the_caller() {
+    // 200 progress notifications for the call's id in its own SSE response:
+    // the call asked for none, and its caller reads the stream itself (the
+    // inline POST), so nothing would drain a queue of them but the caller.
+    let server = Server::hostile(&[]);
+    let c = std::sync::Arc::new(connect(&server, "h-stray", test_options()));
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let caller = std::sync::Arc::clone(&c);
+    std::thread::spawn(move || {
+        let _ = tx.send(caller.call_tool("stray_progress", json!({"count": 200})));
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(15))
+        .expect("the call stalled on progress it never asked for");
+    assert_eq!(text(r.unwrap()), "after 200");
+    // Asked for, every update reaches the callback, in order (the POST
+    // thread that reads the stream waits for the caller when it must).
+    let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
+    let opts = CallOptions::new().on_progress(move |p| sink.lock().push(p.progress));
+    let r = c.call_tool_with("stray_progress", json!({"count": 200}), &opts);
+    assert_eq!(text(r.unwrap()), "after 200");
+    let want: Vec<f64> = (1..=200).map(f64::from).collect();
+    assert_eq!(*seen.lock(), want);
+    c.close().unwrap();
+}
+
+#[test]
 fn cancellation_sends_notifications_cancelled() {
     let server = Server::hostile(&[]);
     let c = connect(&server, "h-cancel", test_options());

@@ -44,8 +44,16 @@ use crate::task::{drive_task, Flavour};
 use crate::tool::McpTool;
 
 /// How many events (progress updates, re-arms, the reply) may queue for one
-/// waiting caller before the reader waits for the caller to take them.
+/// waiting caller that asked for progress before the reader waits for the
+/// caller to take them: a progress callback may be slow.
 const CALL_EVENT_CAPACITY: usize = 64;
+
+/// The same for a caller that did not ask for progress: it takes events as
+/// fast as they come (it only looks at them), so a few slots are enough
+/// (a stray progress notification for its id is read and dropped). Small
+/// on purpose: a 64-slot channel is a 7 KiB allocation for every request,
+/// large enough to send `malloc` to its slow path each time.
+const CALL_EVENT_CAPACITY_QUIET: usize = 4;
 
 /// The JSON-RPC error code for a sampling request the handler refused
 /// (the spec's example uses -1 for "user rejected").
@@ -166,6 +174,13 @@ enum Woke {
 struct Pending {
     method: String,
     tx: Sender<CallEvent>,
+    /// Whether the request carried a `progressToken` (its own id): only
+    /// then are `notifications/progress` for the id passed on. A server's
+    /// stray progress for a request that asked for none is dropped rather
+    /// than queued for a caller that would only discard it (and whose
+    /// small channel, when the caller itself reads the response stream,
+    /// must never fill up with them).
+    wants_progress: bool,
 }
 
 /// The transport-neutral state of one connection.
@@ -794,7 +809,11 @@ impl Peer {
                 message: format!("params of {method} must be an object (with an object _meta)"),
             });
         }
-        let (tx, rx) = bounded(CALL_EVENT_CAPACITY);
+        let (tx, rx) = bounded(if opts.on_progress.is_some() {
+            CALL_EVENT_CAPACITY
+        } else {
+            CALL_EVENT_CAPACITY_QUIET
+        });
         let alone = {
             let mut p = self.pending.lock();
             if self.dead.load(Ordering::Acquire) {
@@ -813,6 +832,7 @@ impl Peer {
                 Pending {
                     method: method.to_owned(),
                     tx,
+                    wants_progress: extra.progress_token.is_some(),
                 },
             );
             p.len() == 1
@@ -1138,7 +1158,13 @@ impl Peer {
                     Some(Value::String(s)) => s.parse().ok(),
                     _ => None,
                 };
-                let tx = key.and_then(|k| self.pending.lock().get(&k).map(|p| p.tx.clone()));
+                let tx = key.and_then(|k| {
+                    self.pending
+                        .lock()
+                        .get(&k)
+                        .filter(|p| p.wants_progress)
+                        .map(|p| p.tx.clone())
+                });
                 let Some(tx) = tx else {
                     ::log::debug!(target: "mcp_client", "[{}] progress for an unknown token ignored", self.name);
                     return;

@@ -115,7 +115,7 @@ impl Peer {
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (tx, rx) = bounded(super::CALL_EVENT_CAPACITY);
+        let (tx, rx) = bounded(super::CALL_EVENT_CAPACITY_QUIET);
         let alone = {
             let mut p = self.pending.lock();
             if !self.is_alive() {
@@ -127,6 +127,7 @@ impl Peer {
                 Pending {
                     method: method.to_owned(),
                     tx,
+                    wants_progress: false,
                 },
             );
             p.len() == 1
