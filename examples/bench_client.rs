@@ -21,7 +21,9 @@
 //! the floor out of the throughput scenario). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects. `BENCH_CPU=1` also prints, for `start50`, the client's CPU
-//! time in the window by thread kind.
+//! time in the window by thread kind, and for `http`, the calling thread's
+//! CPU time per call (under `taskset -c 0` the least noisy figure of what
+//! a call costs this client).
 //!
 //! The `era` scenario (not in the default set) compares the two protocol
 //! eras of this client against the echo server in `--dual-era` mode:
@@ -1222,7 +1224,14 @@ fn http_client(url: &str) -> McpHttpServer {
 
 fn ours_http(url: &str, n: usize) -> Vec<Duration> {
     let s = http_client(url);
+    let cpu0 = thread_cpu();
     let v = timed(n, || call(&s, 128));
+    if std::env::var_os("BENCH_CPU").is_some() {
+        // `timed` makes n + n / 10 + 5 calls.
+        let calls = (n + n / 10 + 5) as f64;
+        let per = (thread_cpu() - cpu0).as_secs_f64() * 1e6 / calls;
+        println!("@{} http_thread_cpu_us {per:.3}", who("ours"));
+    }
     let _ = s.close();
     v
 }
@@ -1281,6 +1290,17 @@ fn child_list10k(server: &str) {
     let tools = s.list_tools_shared().unwrap();
     assert_eq!(tools.len(), 10_000);
     println!("list10k {}", proc_status("VmHWM:") as f64 / 1024.0);
+}
+
+/// The CPU time the calling thread has used.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn median(mut v: Vec<Duration>) -> f64 {

@@ -307,9 +307,15 @@ impl H1 {
         h.extend_from_slice(b"\r\n");
         for (k, v) in headers {
             // The same checks ureq's request builder makes: no header
-            // injection through a name or value.
-            HeaderName::from_bytes(k.as_bytes()).map_err(ureq::http::Error::from)?;
-            HeaderValue::from_str(v).map_err(ureq::http::Error::from)?;
+            // injection through a name or value. The `http` crate's own
+            // parsers (which build a name and a value only to drop them)
+            // run only to name what is wrong.
+            if !is_token(k.as_bytes()) {
+                HeaderName::from_bytes(k.as_bytes()).map_err(ureq::http::Error::from)?;
+            }
+            if !is_field_value(v.as_bytes()) {
+                HeaderValue::from_str(v).map_err(ureq::http::Error::from)?;
+            }
             h.extend_from_slice(k.as_bytes());
             h.extend_from_slice(b": ");
             h.extend_from_slice(v.as_bytes());
@@ -436,6 +442,53 @@ impl H1 {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
     }
+}
+
+/// Whether `name` is a header name the `http` crate accepts: a non-empty
+/// RFC 9110 token (`tchar`s) of fewer than 64 KiB.
+fn is_token(name: &[u8]) -> bool {
+    /// `TCHAR[b]`: whether byte `b` may appear in a token.
+    const TCHAR: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            t[b] = c.is_ascii_alphanumeric()
+                || matches!(
+                    c,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                );
+            b += 1;
+        }
+        t
+    };
+    // Without an early exit: names are short, and the loop stays branchless.
+    !name.is_empty()
+        && name.len() < 1 << 16
+        && name.iter().fold(true, |ok, &b| ok & TCHAR[b as usize])
+}
+
+/// Whether `value` is a header value `HeaderValue::from_str` accepts:
+/// visible characters, spaces and tabs (no control characters, so no line
+/// break a header could be injected through).
+fn is_field_value(value: &[u8]) -> bool {
+    // Without an early exit, so that it vectorizes.
+    value.iter().fold(true, |ok, &b| {
+        ok & ((b >= 0x20 && b != 0x7f) | (b == b'\t'))
+    })
 }
 
 /// The `Content-Length` of an answer that came this way (ureq's [`Body`]
@@ -1019,6 +1072,38 @@ mod tests {
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
     use std::sync::mpsc;
+
+    #[test]
+    fn header_checks_agree_with_the_http_crate() {
+        // Every byte alone, and inside a name and a value.
+        for b in 0..=255u8 {
+            for name in [vec![b], vec![b'X', b, b'y']] {
+                assert_eq!(
+                    is_token(&name),
+                    HeaderName::from_bytes(&name).is_ok(),
+                    "name {name:?}"
+                );
+            }
+            let value = [b'a', b, b'z'];
+            if let Ok(v) = std::str::from_utf8(&value) {
+                assert_eq!(
+                    is_field_value(v.as_bytes()),
+                    HeaderValue::from_str(v).is_ok(),
+                    "value {value:?}"
+                );
+            }
+        }
+        assert!(!is_token(b""));
+        assert!(is_field_value(b""));
+        assert!(is_field_value("caf\u{e9} \tx".as_bytes()));
+        assert!(!is_field_value(b"a\r\nInjected: 1"));
+        let long = vec![b'a'; 1 << 16];
+        assert_eq!(is_token(&long), HeaderName::from_bytes(&long).is_ok());
+        assert_eq!(
+            is_token(&long[1..]),
+            HeaderName::from_bytes(&long[1..]).is_ok()
+        );
+    }
 
     /// A client of `http://127.0.0.1:<port>/mcp`.
     fn client(port: u16) -> Arc<H1> {

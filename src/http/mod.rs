@@ -111,13 +111,14 @@ const POST_ACCEPT: &str = "application/json, text/event-stream";
 /// Longest quoted excerpt of a body, in characters.
 const EXCERPT_CHARS: usize = 200;
 
-/// What the session currently is.
+/// What the session currently is. Its texts are shared, not copied: every
+/// request takes a snapshot.
 #[derive(Clone, Debug, Default)]
 struct Session {
     /// The `Mcp-Session-Id` the server assigned, if it uses sessions.
-    id: Option<String>,
+    id: Option<Arc<str>>,
     /// The negotiated protocol version, once `initialize` was answered.
-    protocol_version: Option<String>,
+    protocol_version: Option<Arc<str>>,
     /// Bumped each time a new session is established.
     generation: u64,
 }
@@ -643,10 +644,10 @@ impl Shared {
         }
         if !initialize {
             if let Some(id) = &s.id {
-                out.push((SESSION_HEADER.into(), id.as_str().into()));
+                out.push((SESSION_HEADER.into(), (**id).into()));
             }
             if let Some(v) = &s.protocol_version {
-                out.push((VERSION_HEADER.into(), v.as_str().into()));
+                out.push((VERSION_HEADER.into(), (**v).into()));
             }
         }
         out
@@ -1209,7 +1210,9 @@ impl Shared {
                 ));
             }
         }
-        let mut buf = Vec::new();
+        // Sized for the body when its length is known (it was checked
+        // against the limit above): read in one go, without regrowing.
+        let mut buf = Vec::with_capacity(content_length.map_or(0, |l| l as usize + 1));
         if let Err(e) = body
             .into_reader()
             .take(max as u64 + 1)
@@ -1661,7 +1664,7 @@ impl McpHttpServer {
 
     /// The `Mcp-Session-Id` the server assigned, if it uses sessions.
     pub fn session_id(&self) -> Option<String> {
-        self.shared.snapshot().id
+        self.shared.session.lock().id.as_deref().map(str::to_owned)
     }
 
     /// Whether the GET listening stream is open right now.

@@ -52,8 +52,8 @@ impl Shared {
             if let Some(pv) = m.pointer("/result/protocolVersion").and_then(Value::as_str) {
                 {
                     let mut s = self.session.lock();
-                    s.id = o.session_id.clone();
-                    s.protocol_version = Some(pv.to_owned());
+                    s.id = o.session_id.as_deref().map(Arc::from);
+                    s.protocol_version = Some(Arc::from(pv));
                     s.generation += 1;
                 }
                 let _ = self.session_changed.0.try_send(());
