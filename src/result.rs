@@ -305,17 +305,30 @@ pub(crate) fn extract_call_result_owned(
     mut result: Value,
 ) -> Result<McpCallResult, McpError> {
     if let Some(obj) = result.as_object_mut() {
-        let plain = !obj.contains_key("task")
-            && obj.get("structuredContent").is_none_or(Value::is_null)
-            && obj.get("isError").and_then(Value::as_bool) != Some(true);
-        if plain {
-            if let Some(Value::Array(items)) = obj.get_mut("content") {
-                if let [item] = items.as_mut_slice() {
-                    if item.get("type").and_then(Value::as_str) == Some("text") {
-                        if let Some(Value::String(text)) = item.get_mut("text") {
-                            return Ok(McpCallResult::Text(std::mem::take(text)));
-                        }
+        // One pass over the few members of a result, comparing names,
+        // instead of hashing each name looked up (six lookups per call).
+        let (mut content, mut plain) = (None, true);
+        for (k, v) in obj.iter_mut() {
+            match k.as_str() {
+                "content" => content = Some(v),
+                "task" => plain = false,
+                "structuredContent" if !v.is_null() => plain = false,
+                "isError" if v.as_bool() == Some(true) => plain = false,
+                _ => {}
+            }
+        }
+        if let (true, Some(Value::Array(items))) = (plain, content) {
+            if let [Value::Object(item)] = items.as_mut_slice() {
+                let (mut is_text, mut text) = (false, None);
+                for (k, v) in item.iter_mut() {
+                    match k.as_str() {
+                        "type" => is_text = v.as_str() == Some("text"),
+                        "text" => text = Some(v),
+                        _ => {}
                     }
+                }
+                if let (true, Some(Value::String(text))) = (is_text, text) {
+                    return Ok(McpCallResult::Text(std::mem::take(text)));
                 }
             }
         }

@@ -55,7 +55,7 @@ pub(crate) fn request_meta(
 /// A request whose answer is awaited by hand.
 struct Started {
     id: i64,
-    rx: Receiver<CallEvent>,
+    rx: Receiver<super::Tagged>,
 }
 
 /// How a probe's answer is judged: what the caller does next.
@@ -168,7 +168,7 @@ impl Peer {
     /// path, once per start.
     fn answer(
         &self,
-        rx: &Receiver<CallEvent>,
+        rx: &Receiver<super::Tagged>,
         until: Instant,
     ) -> Option<std::result::Result<Value, Answer>> {
         let window = self.opts.caller_read_window;
@@ -202,7 +202,7 @@ impl Peer {
         }
     }
 
-    fn as_answer(ev: CallEvent) -> Option<std::result::Result<Value, Answer>> {
+    fn as_answer((_, ev): super::Tagged) -> Option<std::result::Result<Value, Answer>> {
         match ev {
             CallEvent::Reply(Ok(v)) => Some(Ok(v)),
             CallEvent::Reply(Err(e)) => Some(Err(Answer::Rpc(e))),
