@@ -1,7 +1,30 @@
 //! Small readers for optional members of JSON objects, shared by the
 //! modules that map wire shapes to typed values.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// The members an object may have for [`member`] to compare names one by
+/// one rather than hash the name looked up.
+const SCAN_MEMBERS: usize = 8;
+
+/// Member `k` of `v`, if `v` is an object that has it. The objects of the
+/// per-call path (params, results) have a handful of members: comparing
+/// names is several times cheaper than hashing one (`serde_json`'s maps
+/// hash with SipHash).
+pub(crate) fn member<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
+    map_member(v.as_object()?, k)
+}
+
+/// [`member`] of a map.
+pub(crate) fn map_member<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
+    if m.len() <= SCAN_MEMBERS {
+        m.iter()
+            .find(|(name, _)| name.as_str() == k)
+            .map(|(_, v)| v)
+    } else {
+        m.get(k)
+    }
+}
 
 /// The string member `k`, owned, if present and a string.
 pub(crate) fn opt_str(v: &Value, k: &str) -> Option<String> {
@@ -38,6 +61,20 @@ pub(crate) fn excerpt(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn member_finds_in_small_and_large_objects() {
+        use serde_json::json;
+        let small = json!({"a": 1, "b": 2});
+        assert_eq!(super::member(&small, "b"), Some(&json!(2)));
+        assert_eq!(super::member(&small, "c"), None);
+        assert_eq!(super::member(&json!([1]), "a"), None);
+        let large: serde_json::Map<String, serde_json::Value> =
+            (0..20).map(|i| (format!("k{i}"), json!(i))).collect();
+        let large = serde_json::Value::Object(large);
+        assert_eq!(super::member(&large, "k17"), Some(&json!(17)));
+        assert_eq!(super::member(&large, "k20"), None);
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -458,7 +458,7 @@ impl serde::Serialize for ParamsOut<'_> {
         let mut m = s.serialize_map(None)?;
         let user_meta = self
             .params
-            .and_then(|p| p.get("_meta"))
+            .and_then(|p| crate::json::map_member(p, "_meta"))
             .and_then(Value::as_object);
         if let Some(p) = self.params {
             for (k, v) in p {
@@ -532,6 +532,9 @@ pub(crate) fn params_value(params: Option<&Value>, extra: MetaExtra<'_>) -> Opti
 }
 
 /// The envelope of a request, serialised without building a map.
+/// The bytes [`encode_request_direct`] reserves besides the shared `_meta`.
+const REQUEST_BUFFER: usize = 256;
+
 #[derive(serde::Serialize)]
 struct RequestFrame<'a, P: serde::Serialize> {
     jsonrpc: &'static str,
@@ -551,25 +554,38 @@ pub(crate) fn encode_request_direct(
     params: Option<&Value>,
     extra: MetaExtra<'_>,
 ) -> Vec<u8> {
-    let out = if extra.is_empty() {
-        serde_json::to_vec(&RequestFrame {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params,
-        })
+    // Room for a small request and the shared `_meta`: the buffer is not
+    // regrown (and copied) twice on the way, as from `to_vec`'s 128 bytes.
+    let shared = extra
+        .shared
+        .and_then(|m| m.text.as_ref())
+        .map_or(0, |t| t.get().len());
+    let mut out = Vec::with_capacity(REQUEST_BUFFER + shared);
+    let written = if extra.is_empty() {
+        serde_json::to_writer(
+            &mut out,
+            &RequestFrame {
+                jsonrpc: "2.0",
+                id,
+                method,
+                params,
+            },
+        )
     } else {
-        serde_json::to_vec(&RequestFrame {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params: Some(ParamsOut {
-                params: params.and_then(Value::as_object),
-                extra,
-            }),
-        })
+        serde_json::to_writer(
+            &mut out,
+            &RequestFrame {
+                jsonrpc: "2.0",
+                id,
+                method,
+                params: Some(ParamsOut {
+                    params: params.and_then(Value::as_object),
+                    extra,
+                }),
+            },
+        )
     };
-    let mut out = out.expect("a request frame always serialises");
+    written.expect("a request frame always serialises");
     out.push(b'\n');
     out
 }

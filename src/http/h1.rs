@@ -204,7 +204,7 @@ impl H1 {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
-        let mut target = self.target.clone();
+        let mut target = std::borrow::Cow::Borrowed(self.target.as_str());
         let mut redirects = 0;
         loop {
             let head = self.request_head(&target, headers, body.len())?;
@@ -220,7 +220,7 @@ impl H1 {
             // pooled.
             drop(resp);
             redirects += 1;
-            target = next;
+            target = next.into();
         }
     }
 
@@ -427,9 +427,6 @@ impl H1 {
         *resp.status_mut() = status;
         *resp.version_mut() = version;
         *resp.headers_mut() = headers;
-        if let Framing::Length(n) = framing {
-            resp.extensions_mut().insert(ContentLength(n));
-        }
         resp
     }
 
@@ -491,10 +488,41 @@ fn is_field_value(value: &[u8]) -> bool {
     })
 }
 
-/// The `Content-Length` of an answer that came this way (ureq's [`Body`]
-/// built from a reader does not know it).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ContentLength(pub u64);
+/// The length of the body of an answer with `status` and `headers`, when
+/// its head declares one: its `Content-Length`, unless a
+/// `Transfer-Encoding` overrides it (ureq's [`Body`] built from a reader,
+/// as this module's answers are, does not know it).
+pub(crate) fn declared_length(status: StatusCode, headers: &ureq::http::HeaderMap) -> Option<u64> {
+    // The common case first, in two lookups: one `Content-Length`, no
+    // `Transfer-Encoding`; anything else as the framing says.
+    if !status.is_informational()
+        && status != StatusCode::NO_CONTENT
+        && status != StatusCode::NOT_MODIFIED
+        && !headers.contains_key(ureq::http::header::TRANSFER_ENCODING)
+    {
+        if let Some(n) = headers
+            .get(ureq::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|v| v.parse().ok())
+        {
+            // A second `Content-Length` line must agree: left to the
+            // framing, which checks them all.
+            if headers
+                .get_all(ureq::http::header::CONTENT_LENGTH)
+                .iter()
+                .nth(1)
+                .is_none()
+            {
+                return Some(n);
+            }
+        }
+    }
+    match framing(status, headers) {
+        Ok(Framing::Length(n)) => Some(n),
+        _ => None,
+    }
+}
 
 fn closed() -> Error {
     Error::Io(io::Error::new(
@@ -1219,7 +1247,7 @@ mod tests {
             .unwrap();
         assert_eq!(r.status(), 200);
         assert_eq!(r.headers()["content-type"], "application/json");
-        assert_eq!(r.extensions().get::<ContentLength>().map(|l| l.0), Some(7));
+        assert_eq!(declared_length(r.status(), r.headers()), Some(7));
         assert_eq!(body_of(r).unwrap(), b"{\"a\":1}");
         let (head, body) = rx.recv().unwrap();
         assert_eq!(head[0], "POST /mcp HTTP/1.1");
@@ -1250,7 +1278,7 @@ mod tests {
         for _ in 0..2 {
             let r = c.post(&[], b"{}", limits(Duration::from_secs(5))).unwrap();
             assert_eq!(r.body().mime_type(), Some("text/event-stream"));
-            assert!(r.extensions().get::<ContentLength>().is_none());
+            assert_eq!(declared_length(r.status(), r.headers()), None);
             assert_eq!(body_of(r).unwrap(), b"hello, world");
         }
     }

@@ -6,8 +6,12 @@
 //! Every header is derived from the request body itself, so a header can
 //! never disagree with the body it travels with.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use serde_json::Value;
+
+use crate::json::member;
 
 use crate::model::{annotations, keys};
 
@@ -31,6 +35,10 @@ pub(super) fn modern_version(msg: &Value) -> Option<&str> {
         .as_str()
 }
 
+/// A request header: its name (one of this module's, or an `Mcp-Param-`
+/// name made for a tool's parameter) and value.
+pub(crate) type Header = (Cow<'static, str>, String);
+
 /// The headers of a modern request of `method` with `params`, declaring
 /// protocol `version` (`None`: no version header). `input_schema`:
 /// the called tool's `inputSchema`, for `tools/call`, when known.
@@ -39,29 +47,30 @@ pub(super) fn request_headers(
     version: Option<&str>,
     method: &str,
     input_schema: Option<&Value>,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<Header>, String> {
     let mut h = Vec::with_capacity(4);
     if let Some(v) = version {
-        h.push((VERSION_HEADER.to_owned(), v.to_owned()));
+        h.push((VERSION_HEADER.into(), v.to_owned()));
     }
-    h.push((METHOD_HEADER.to_owned(), method.to_owned()));
+    h.push((METHOD_HEADER.into(), method.to_owned()));
     let name = match method {
-        "tools/call" | "prompts/get" => params.and_then(|p| p.get("name")),
-        "resources/read" => params.and_then(|p| p.get("uri")),
+        "tools/call" | "prompts/get" => params.and_then(|p| member(p, "name")),
+        "resources/read" => params.and_then(|p| member(p, "uri")),
         // The tasks extension routes a task's requests by its id.
-        "tasks/get" | "tasks/update" | "tasks/cancel" => params.and_then(|p| p.get("taskId")),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params.and_then(|p| member(p, "taskId")),
         _ => None,
     };
     if let Some(n) = name.and_then(Value::as_str) {
-        h.push((NAME_HEADER.to_owned(), encode(n)));
+        h.push((NAME_HEADER.into(), encode(n)));
     }
     if method == "tools/call" {
-        if let (Some(schema), Some(args)) = (input_schema, params.and_then(|p| p.get("arguments")))
+        if let (Some(schema), Some(args)) =
+            (input_schema, params.and_then(|p| member(p, "arguments")))
         {
             for (header, path) in annotations(schema)? {
                 if let Some(v) = value_at(args, &path) {
                     if let Some(text) = header_value(v, &header)? {
-                        h.push((format!("{PARAM_PREFIX}{header}"), text));
+                        h.push((format!("{PARAM_PREFIX}{header}").into(), text));
                     }
                 }
             }

@@ -226,7 +226,7 @@ struct Job {
     timeout: Duration,
     /// The headers of a modern (2026-07-28) request; `None`: legacy, with
     /// the session's headers.
-    modern: Option<Vec<(String, String)>>,
+    modern: Option<Vec<headers::Header>>,
     /// Run on the caller's thread (see [`Sending::caller_only_waits`]): the whole
     /// exchange must end by this instant, and a failure past it is left to
     /// the caller's own timeout.
@@ -303,12 +303,23 @@ enum PumpEnd {
 const READ_TIMED_OUT: &str = "no data within the read timeout";
 
 fn media_type(resp: &Response<Body>) -> String {
-    resp.headers()
+    media_type_ref(resp).into_owned()
+}
+
+/// [`media_type`], borrowed when the header is in lowercase already (as
+/// it nearly always is): no allocation per response.
+fn media_type_ref(resp: &Response<Body>) -> Cow<'_, str> {
+    let t = resp
+        .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .and_then(|s| s.split(';').next())
-        .map(|s| s.trim().to_ascii_lowercase())
-        .unwrap_or_default()
+        .map_or("", str::trim);
+    if t.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(t.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(t)
+    }
 }
 
 /// A short, single-line excerpt of a body.
@@ -596,7 +607,7 @@ impl Shared {
         mut rb: RequestBuilder<B>,
         s: &Session,
         initialize: bool,
-        modern: Option<&[(String, String)]>,
+        modern: Option<&[headers::Header]>,
     ) -> RequestBuilder<B> {
         // A DPoP proof names the request's method and URL.
         let method = rb.method_ref().map_or("POST", |m| m.as_str()).to_owned();
@@ -621,7 +632,7 @@ impl Shared {
         url: impl FnOnce() -> String,
         s: &'a Session,
         initialize: bool,
-        modern: Option<&'a [(String, String)]>,
+        modern: Option<&'a [headers::Header]>,
     ) -> Vec<(Cow<'a, str>, Cow<'a, str>)> {
         let mut out: Vec<(Cow<'a, str>, Cow<'a, str>)> =
             Vec::with_capacity(self.extra_headers.len() + 3 + modern.map_or(0, <[_]>::len));
@@ -638,7 +649,7 @@ impl Shared {
         if let Some(h) = modern {
             // Stateless: no session, the version from the body's `_meta`.
             for (k, v) in h {
-                out.push((k.as_str().into(), v.as_str().into()));
+                out.push((k.as_ref().into(), v.as_str().into()));
             }
             return out;
         }
@@ -715,7 +726,11 @@ impl Shared {
             None => None,
             Some(_) => {
                 let schema = (method == "tools/call")
-                    .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
+                    .then(|| {
+                        params
+                            .and_then(|p| crate::json::member(p, "name"))
+                            .and_then(Value::as_str)
+                    })
                     .flatten()
                     .and_then(|name| peer.header_schema(name));
                 match headers::request_headers(params, version, method, schema.as_deref()) {
@@ -1045,15 +1060,20 @@ impl Shared {
                 "the server accepted the request without answering it, and no GET stream is open to carry the answer".into(),
             )));
         }
-        match media_type(&resp).as_str() {
-            "application/json" => {
+        let json = match media_type_ref(&resp).as_ref() {
+            "application/json" => Some(true),
+            "text/event-stream" => Some(false),
+            _ => None,
+        };
+        match json {
+            Some(true) => {
                 let len = resp
                     .body()
                     .content_length()
-                    .or_else(|| resp.extensions().get::<h1::ContentLength>().map(|l| l.0));
+                    .or_else(|| h1::declared_length(resp.status(), resp.headers()));
                 self.read_json(peer, job, status, len, resp.into_body(), observer)
             }
-            "text/event-stream" => {
+            Some(false) => {
                 let mut reader =
                     SseReader::new(resp.into_body().into_reader(), self.max_message_size);
                 let end = self.pump_request(peer, job, &mut reader, observer.as_ref(), &mut 0);
@@ -1066,7 +1086,8 @@ impl Shared {
                 };
                 self.resume_request(peer, job, session, status, end, position, observer.as_ref())
             }
-            other => {
+            None => {
+                let other = media_type(&resp);
                 let shown = if other.is_empty() {
                     "no Content-Type".to_owned()
                 } else {
@@ -1093,7 +1114,7 @@ impl Shared {
         body: &[u8],
         session: &Session,
         initialize: bool,
-        modern: Option<&[(String, String)]>,
+        modern: Option<&[headers::Header]>,
         read_timeout: Option<Duration>,
         deadline: Option<Instant>,
     ) -> std::result::Result<Response<Body>, ureq::Error> {
@@ -1469,11 +1490,10 @@ impl Outbound for HttpOutbound {
         // shared `_meta`, or the caller's own.
         let version = extra
             .shared
-            .and_then(|m| m.get(crate::model::keys::PROTOCOL_VERSION))
+            .and_then(|m| crate::json::map_member(m, crate::model::keys::PROTOCOL_VERSION))
             .or_else(|| {
-                params?
-                    .get("_meta")?
-                    .get(crate::model::keys::PROTOCOL_VERSION)
+                let meta = crate::json::member(params?, "_meta")?;
+                crate::json::member(meta, crate::model::keys::PROTOCOL_VERSION)
             })
             .and_then(Value::as_str);
         // Written straight from the params, `extra` merged as it goes: no

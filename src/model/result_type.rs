@@ -22,7 +22,7 @@ pub enum ResultType {
 impl ResultType {
     /// The `resultType` of `result` (`Complete` when absent or not a string).
     pub fn of(result: &Value) -> ResultType {
-        match result.get("resultType").and_then(Value::as_str) {
+        match crate::json::member(result, "resultType").and_then(Value::as_str) {
             None | Some("complete") => ResultType::Complete,
             Some("input_required") => ResultType::InputRequired,
             Some("task") => ResultType::Task,

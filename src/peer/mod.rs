@@ -785,7 +785,7 @@ impl Peer {
                 })
             }
         }
-        if let Some(Value::Object(meta)) = v.get("_meta") {
+        if let Some(Value::Object(meta)) = crate::json::member(&v, "_meta") {
             if let Some(info) = crate::model::server_info(meta) {
                 self.note_server_info(info);
             }
@@ -865,7 +865,7 @@ impl Peer {
             progress_token: opts.on_progress.is_some().then_some(id),
         };
         let meta_is_bad = params
-            .and_then(|p| p.get("_meta"))
+            .and_then(|p| crate::json::member(p, "_meta"))
             .is_some_and(|m| !m.is_object());
         if (shared.is_some() || extra.progress_token.is_some())
             && (params.is_some_and(|p| !p.is_object()) || meta_is_bad)

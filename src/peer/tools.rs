@@ -342,7 +342,12 @@ impl Peer {
         let tools = self.tool_cache();
         let tool = tools.as_deref().and_then(|t| t.find(name));
         let support = tool.map(|t| t.task_support).unwrap_or_default();
-        let mut params = json!({"name": name, "arguments": arguments});
+        // Built by hand: `json!` would copy the arguments (it serializes
+        // every value it is given).
+        let mut params = Value::Object(serde_json::Map::from_iter([
+            ("name".to_owned(), Value::String(name.to_owned())),
+            ("arguments".to_owned(), arguments),
+        ]));
         // The 2025-11-25 opt-in; under the tasks extension the server alone
         // decides, and the request carries no preference.
         if support.wants_task() && self.era() != Some(Era::Modern) {
