@@ -95,7 +95,12 @@ fn era_args() -> &'static [&'static str] {
 
 /// The client options for this run's era.
 fn era_options() -> ClientOptions {
-    let o = ClientOptions::default();
+    let mut o = ClientOptions::default();
+    // `BENCH_SPIN_US`: the callers' spin (`caller_spin`), e.g. 0 to count
+    // the work of a call without its polling.
+    if let Ok(us) = std::env::var("BENCH_SPIN_US") {
+        o.caller_spin = Duration::from_micros(us.parse().expect("microseconds"));
+    }
     if modern() {
         o.era(skald_mcp::EraPreference::Modern)
     } else {
@@ -1055,15 +1060,12 @@ fn cfg(server: &str, name: &str) -> McpServerConfig {
 
 fn connect(server: &str, name: &str) -> McpServer {
     let mut opts = era_options();
-    // For experiments: the caller's read window and spin (see ClientOptions).
+    // For experiments: the caller's read window (its spin: `era_options`).
     if let Ok(us) = std::env::var("BENCH_READ_WINDOW_US") {
         opts.caller_read_window = Duration::from_micros(us.parse().expect("microseconds"));
     }
     if let Ok(n) = std::env::var("BENCH_WRITE_QUEUE") {
         opts.write_queue_capacity = n.parse().expect("a capacity");
-    }
-    if let Ok(us) = std::env::var("BENCH_SPIN_US") {
-        opts.caller_spin = Duration::from_micros(us.parse().expect("microseconds"));
     }
     if let Ok(us) = std::env::var("BENCH_IO_SPIN_US") {
         opts.io_spin = Duration::from_micros(us.parse().expect("microseconds"));
@@ -1212,11 +1214,7 @@ fn era_http(url: &str, era: skald_mcp::EraPreference, n: usize) -> Vec<Duration>
 }
 
 fn http_client(url: &str) -> McpHttpServer {
-    let mut opts = era_options();
-    if let Ok(us) = std::env::var("BENCH_SPIN_US") {
-        opts.caller_spin = Duration::from_micros(us.parse().expect("microseconds"));
-    }
-    let s = McpHttpServer::connect(&McpServerConfig::http("http", url), opts)
+    let s = McpHttpServer::connect(&McpServerConfig::http("http", url), era_options())
         .expect("connect over HTTP");
     s.list_tools().unwrap();
     s

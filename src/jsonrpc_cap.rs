@@ -37,7 +37,8 @@ pub(crate) const TOOLS_SEPARATOR: char = '\0';
 /// caller of `request` sees the result the server sent.
 pub(crate) fn restore_tools(v: &mut Value) {
     let Some(obj) = v.as_object_mut() else { return };
-    if obj.remove(TOOLS_RAW).is_none() {
+    // Looked for first without hashing: nearly every result has no marker.
+    if crate::json::map_member(obj, TOOLS_RAW).is_none() || obj.remove(TOOLS_RAW).is_none() {
         return;
     }
     if let Some(Value::String(text)) = obj.get("tools") {

@@ -192,15 +192,29 @@ impl H1 {
         self.uri.to_string()
     }
 
-    /// Sends a POST of `body` with `headers` (besides `Host`, `User-Agent`
-    /// and `Content-Length`) and returns the answer once its head is in;
-    /// its body is read from the socket as the caller reads it.
+    /// [`H1::post_answer`] as ureq's [`Response<Body>`].
+    #[cfg(test)]
     pub(crate) fn post(
         self: &Arc<Self>,
         headers: &[(&str, &str)],
         body: &[u8],
         limits: Limits,
     ) -> Result<Response<Body>, Error> {
+        self.post_answer(headers, body, limits)
+            .map(Answer::into_response)
+    }
+
+    /// Sends a POST of `body` with `headers` (besides `Host`, `User-Agent`
+    /// and `Content-Length`) and returns the answer once its head is in;
+    /// its body is read from the socket as the caller reads it (a caller
+    /// that reads it whole itself skips ureq's body layers; see
+    /// [`Answer::into_response`] for the others).
+    pub(crate) fn post_answer(
+        self: &Arc<Self>,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        limits: Limits,
+    ) -> Result<Answer, Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
@@ -209,8 +223,8 @@ impl H1 {
         loop {
             let head = self.request_head(&target, headers, body.len())?;
             let resp = self.exchange(&head, body, limits)?;
-            let next = match resp.status().as_u16() {
-                307 | 308 if redirects < HTTP_MAX_REDIRECTS => self.same_origin(&resp),
+            let next = match resp.status.as_u16() {
+                307 | 308 if redirects < HTTP_MAX_REDIRECTS => self.same_origin(&resp.headers),
                 _ => None,
             };
             let Some(next) = next else {
@@ -227,12 +241,8 @@ impl H1 {
     /// The path a `307`/`308` answer moves the endpoint to, when it stays
     /// on this origin: a redirect elsewhere is not followed (the request's
     /// authorization would go with it), and the answer is the caller's.
-    fn same_origin(&self, resp: &Response<Body>) -> Option<String> {
-        let loc = resp
-            .headers()
-            .get(ureq::http::header::LOCATION)?
-            .to_str()
-            .ok()?;
+    fn same_origin(&self, headers: &ureq::http::HeaderMap) -> Option<String> {
+        let loc = headers.get(ureq::http::header::LOCATION)?.to_str().ok()?;
         if loc.starts_with('/') && !loc.starts_with("//") {
             // Only a valid request target goes on the request line.
             let target: ureq::http::uri::PathAndQuery = loc.parse().ok()?;
@@ -252,7 +262,7 @@ impl H1 {
         head: &[u8],
         body: &[u8],
         limits: Limits,
-    ) -> Result<Response<Body>, Error> {
+    ) -> Result<Answer, Error> {
         let mut conn = match self.take_idle() {
             Some(c) => c,
             None => self.connect(limits.deadline)?,
@@ -281,7 +291,7 @@ impl H1 {
                 }
                 continue;
             }
-            return Ok(self.response(conn, head, limits));
+            return Ok(self.answer(conn, head, limits));
         }
     }
 
@@ -392,7 +402,7 @@ impl H1 {
     }
 
     /// The answer whose head is `head`, its body read from `conn`.
-    fn response(self: &Arc<Self>, conn: Conn, head: Head, limits: Limits) -> Response<Body> {
+    fn answer(self: &Arc<Self>, conn: Conn, head: Head, limits: Limits) -> Answer {
         let Head {
             status,
             version,
@@ -400,17 +410,7 @@ impl H1 {
             framing,
             keep_alive,
         } = head;
-        let mime = headers
-            .get(ureq::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            });
-        let reader = BodyReader {
+        let body = BodyReader {
             conn: Some(conn),
             framing,
             chunk: Chunk::Size,
@@ -419,15 +419,12 @@ impl H1 {
             per_read: limits.per_read.unwrap_or(self.per_read),
             deadline: limits.deadline,
         };
-        let mut builder = Body::builder();
-        if let Some(m) = mime.filter(|m| !m.is_empty()) {
-            builder = builder.mime_type(m);
+        Answer {
+            status,
+            version,
+            headers,
+            body,
         }
-        let mut resp = Response::new(builder.reader(reader));
-        *resp.status_mut() = status;
-        *resp.version_mut() = version;
-        *resp.headers_mut() = headers;
-        resp
     }
 
     /// Fails every request in flight and every one to come: their sockets
@@ -486,6 +483,65 @@ fn is_field_value(value: &[u8]) -> bool {
     value.iter().fold(true, |ok, &b| {
         ok & ((b >= 0x20 && b != 0x7f) | (b == b'\t'))
     })
+}
+
+/// An answer to a POST: its head, and its body still on the socket.
+pub(crate) struct Answer {
+    status: StatusCode,
+    version: Version,
+    headers: ureq::http::HeaderMap,
+    body: BodyReader,
+}
+
+impl Answer {
+    /// The answer's status.
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The answer's headers.
+    pub(crate) fn headers(&self) -> &ureq::http::HeaderMap {
+        &self.headers
+    }
+
+    /// The length of the body, when the head declares one.
+    pub(crate) fn content_length(&self) -> Option<u64> {
+        match self.body.framing {
+            Framing::Length(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The body, read as it is framed; the socket goes back to the pool
+    /// once it is read to its end.
+    pub(crate) fn into_reader(self) -> impl Read + Send + 'static {
+        self.body
+    }
+
+    /// The answer as ureq's [`Response<Body>`], for the code that reads
+    /// any answer (ureq's own included).
+    pub(crate) fn into_response(self) -> Response<Body> {
+        let mime = self
+            .headers
+            .get(ureq::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        let mut builder = Body::builder();
+        if let Some(m) = mime.filter(|m| !m.is_empty()) {
+            builder = builder.mime_type(m);
+        }
+        let mut resp = Response::new(builder.reader(self.body));
+        *resp.status_mut() = self.status;
+        *resp.version_mut() = self.version;
+        *resp.headers_mut() = self.headers;
+        resp
+    }
 }
 
 /// The length of the body of an answer with `status` and `headers`, when
@@ -1497,7 +1553,7 @@ mod tests {
             *r.status_mut() = StatusCode::TEMPORARY_REDIRECT;
             r.headers_mut()
                 .insert("location", HeaderValue::from_str(loc).unwrap());
-            c.same_origin(&r)
+            c.same_origin(r.headers())
         };
         assert_eq!(moved("/v2/mcp?x=1").as_deref(), Some("/v2/mcp?x=1"));
         assert_eq!(

@@ -303,14 +303,14 @@ enum PumpEnd {
 const READ_TIMED_OUT: &str = "no data within the read timeout";
 
 fn media_type(resp: &Response<Body>) -> String {
-    media_type_ref(resp).into_owned()
+    media_type_of(resp.headers()).into_owned()
 }
 
-/// [`media_type`], borrowed when the header is in lowercase already (as
-/// it nearly always is): no allocation per response.
-fn media_type_ref(resp: &Response<Body>) -> Cow<'_, str> {
-    let t = resp
-        .headers()
+/// The media type of `headers`' `Content-Type` (lowercase, parameters
+/// cut; empty without one), borrowed when the header is in lowercase
+/// already (as it nearly always is): no allocation per response.
+fn media_type_of(headers: &ureq::http::HeaderMap) -> Cow<'_, str> {
+    let t = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .and_then(|s| s.split(';').next())
@@ -319,6 +319,31 @@ fn media_type_ref(resp: &Response<Body>) -> Cow<'_, str> {
         Cow::Owned(t.to_ascii_lowercase())
     } else {
         Cow::Borrowed(t)
+    }
+}
+
+/// The `Mcp-Session-Id` of an answer, when it is a usable one (visible
+/// ASCII).
+fn session_id_of(headers: &ureq::http::HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+        .map(str::to_owned)
+}
+
+/// How a POST was answered: over [`h1`] (read here), or through ureq.
+enum Answered {
+    H1(h1::Answer),
+    Ureq(Response<Body>),
+}
+
+impl Answered {
+    fn into_response(self) -> Response<Body> {
+        match self {
+            Answered::H1(a) => a.into_response(),
+            Answered::Ureq(r) => r,
+        }
     }
 }
 
@@ -835,19 +860,15 @@ impl Shared {
     /// header of any response, a `401` asking for one or a success rotating
     /// it; the next proofs carry it, so a rotation costs no extra round
     /// trip. A no-op unless DPoP is on.
-    fn note_dpop_nonce(&self, resp: &Response<Body>) {
+    fn note_dpop_nonce(&self, headers: &ureq::http::HeaderMap) {
         if let Some(o) = &self.oauth {
-            o.note_dpop_nonce(
-                resp.headers()
-                    .get("dpop-nonce")
-                    .and_then(|v| v.to_str().ok()),
-            );
+            o.note_dpop_nonce(headers.get("dpop-nonce").and_then(|v| v.to_str().ok()));
         }
     }
 
     /// The `Unauthorized` failure for a `401`/`403` response.
     fn unauthorized(&self, status: u16, resp: &Response<Body>) -> Failure {
-        self.note_dpop_nonce(resp);
+        self.note_dpop_nonce(resp.headers());
         Failure::Unauthorized {
             status,
             www_authenticate: resp
@@ -999,8 +1020,8 @@ impl Shared {
     ) -> std::result::Result<(), Failure> {
         let initialize = job.method == "initialize";
         let method = Some(job.method.as_str());
-        let resp = self
-            .send_post(
+        let answered = self
+            .send_post_answer(
                 &job.body,
                 session,
                 initialize,
@@ -1009,7 +1030,25 @@ impl Shared {
                 job.inline_deadline,
             )
             .map_err(|e| Failure::Error(self.transport_err(method, "POST", e)))?;
-        self.note_dpop_nonce(&resp);
+        let resp = match answered {
+            // The usual answer, a `200` with a JSON body, read straight
+            // from the socket: what follows would only wrap its body in
+            // ureq's reader layers.
+            Answered::H1(a)
+                if a.status() == StatusCode::OK
+                    && media_type_of(a.headers()) == "application/json" =>
+            {
+                self.note_dpop_nonce(a.headers());
+                let observer = initialize.then(|| InitObserver {
+                    id: job.id,
+                    session_id: session_id_of(a.headers()),
+                });
+                let len = a.content_length();
+                return self.read_json(peer, job, 200, len, a.into_reader(), observer);
+            }
+            other => other.into_response(),
+        };
+        self.note_dpop_nonce(resp.headers());
         let status = resp.status().as_u16();
         let modern = job.modern.is_some();
         if status == 404 && session.id.is_some() && !initialize && !modern {
@@ -1040,12 +1079,7 @@ impl Shared {
         }
         let observer = initialize.then(|| InitObserver {
             id: job.id,
-            session_id: resp
-                .headers()
-                .get(SESSION_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .filter(|s| !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)))
-                .map(str::to_owned),
+            session_id: session_id_of(resp.headers()),
         });
         if status == 202 || status == 204 {
             if !modern && self.listening.load(Ordering::Acquire) {
@@ -1060,7 +1094,7 @@ impl Shared {
                 "the server accepted the request without answering it, and no GET stream is open to carry the answer".into(),
             )));
         }
-        let json = match media_type_ref(&resp).as_ref() {
+        let json = match media_type_of(resp.headers()).as_ref() {
             "application/json" => Some(true),
             "text/event-stream" => Some(false),
             _ => None,
@@ -1071,7 +1105,14 @@ impl Shared {
                     .body()
                     .content_length()
                     .or_else(|| h1::declared_length(resp.status(), resp.headers()));
-                self.read_json(peer, job, status, len, resp.into_body(), observer)
+                self.read_json(
+                    peer,
+                    job,
+                    status,
+                    len,
+                    resp.into_body().into_reader(),
+                    observer,
+                )
             }
             Some(false) => {
                 let mut reader =
@@ -1118,6 +1159,20 @@ impl Shared {
         read_timeout: Option<Duration>,
         deadline: Option<Instant>,
     ) -> std::result::Result<Response<Body>, ureq::Error> {
+        self.send_post_answer(body, session, initialize, modern, read_timeout, deadline)
+            .map(Answered::into_response)
+    }
+
+    /// [`Shared::send_post`], an answer that came over [`h1`] as it was read.
+    fn send_post_answer(
+        &self,
+        body: &[u8],
+        session: &Session,
+        initialize: bool,
+        modern: Option<&[headers::Header]>,
+        read_timeout: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> std::result::Result<Answered, ureq::Error> {
         if let Some(h1) = &self.h1 {
             let list = self.header_list("POST", || h1.url(), session, initialize, modern);
             let mut headers: Vec<(&str, &str)> = Vec::with_capacity(list.len() + 2);
@@ -1129,7 +1184,7 @@ impl Shared {
                 per_read: read_timeout,
                 deadline,
             };
-            return h1.post(&headers, body, limits);
+            return h1.post_answer(&headers, body, limits).map(Answered::H1);
         }
         let rb = self
             .agent
@@ -1143,6 +1198,7 @@ impl Shared {
         rb.timeout_global(deadline.map(|d| d.saturating_duration_since(Instant::now())))
             .build()
             .send(body)
+            .map(Answered::Ureq)
     }
 
     /// The answer to a modern request that got a `4xx`: the JSON-RPC error
@@ -1218,7 +1274,7 @@ impl Shared {
         job: &Job,
         status: u16,
         content_length: Option<u64>,
-        body: Body,
+        body: impl Read,
         observer: Option<InitObserver>,
     ) -> std::result::Result<(), Failure> {
         let max = self.max_message_size;
@@ -1234,11 +1290,7 @@ impl Shared {
         // Sized for the body when its length is known (it was checked
         // against the limit above): read in one go, without regrowing.
         let mut buf = Vec::with_capacity(content_length.map_or(0, |l| l as usize + 1));
-        if let Err(e) = body
-            .into_reader()
-            .take(max as u64 + 1)
-            .read_to_end(&mut buf)
-        {
+        if let Err(e) = body.take(max as u64 + 1).read_to_end(&mut buf) {
             return Err(Failure::Error(self.http_err(
                 Some(&job.method),
                 Some(status),
@@ -1390,7 +1442,7 @@ impl Shared {
                 Some(deadline),
             )
             .map_err(|e| self.transport_err(method, "POST", e))?;
-        self.note_dpop_nonce(&resp);
+        self.note_dpop_nonce(resp.headers());
         let status = resp.status().as_u16();
         if (status == 401 || status == 403) && self.oauth.is_some() && retry_auth {
             if let Failure::Unauthorized {
