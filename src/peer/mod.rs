@@ -200,6 +200,10 @@ impl EventChannel {
         let (tx, rx) = QUIET_CHANNEL
             .with(std::cell::Cell::take)
             .unwrap_or_else(|| bounded(CALL_EVENT_CAPACITY_QUIET));
+        // What a reader sent for the last call after it ended: its few
+        // slots must be free for this call's reply (which this thread may
+        // route itself, and must not wait for room to do so).
+        while rx.try_recv().is_ok() {}
         EventChannel {
             tx,
             rx,
@@ -1409,14 +1413,23 @@ mod event_channel_tests {
     use super::*;
     use std::sync::{OnceLock, Weak};
 
-    /// A transport that answers each request at once, from inside `send`,
-    /// with `{"answered": <its id>}`.
-    struct Answering(Arc<OnceLock<Weak<Peer>>>);
+    /// A transport that answers each request at once, from inside `send`
+    /// (on the caller's thread, as an inline read does), with
+    /// `{"answered": <its id>}`; first it sends `late` (an event for an
+    /// earlier request) where the test put a sender.
+    #[derive(Default)]
+    struct Answering {
+        peer: OnceLock<Weak<Peer>>,
+        late: Mutex<Option<(Sender<Tagged>, Tagged)>>,
+    }
 
-    impl Outbound for Answering {
+    impl Outbound for Arc<Answering> {
         fn send(&self, msg: &Value, _: Instant) -> std::result::Result<(), SendFailure> {
+            if let Some((tx, ev)) = self.late.lock().take() {
+                tx.send(ev).unwrap();
+            }
             let id = msg.get("id").and_then(Value::as_i64);
-            if let (Some(id), Some(peer)) = (id, self.0.get().and_then(Weak::upgrade)) {
+            if let (Some(id), Some(peer)) = (id, self.peer.get().and_then(Weak::upgrade)) {
                 peer.route_response(RequestId::Number(id), Ok(json!({ "answered": id })));
             }
             Ok(())
@@ -1434,29 +1447,50 @@ mod event_channel_tests {
         })
     }
 
+    fn stale(id: i64) -> Tagged {
+        (id, CallEvent::Reply(Ok(json!("stale"))))
+    }
+
     #[test]
-    fn a_late_event_of_an_ended_call_never_reaches_the_next() {
-        let cell = Arc::new(OnceLock::new());
-        let out = Box::new(Answering(Arc::clone(&cell)));
-        let peer = Peer::new("t".into(), ClientOptions::default(), out, json!({}), None);
-        cell.set(Arc::downgrade(&peer)).unwrap();
-        let opts = CallOptions::new();
-        let first = peer.request_raw("x/first", None, None, &opts).unwrap();
-        assert_eq!(first, json!({ "answered": 1 }));
-        // The first call's channel waits for this thread's next quiet
-        // call; an event for the first call comes late.
-        let (tx, rx) = kept_channel();
-        tx.send((1, CallEvent::Reply(Ok(json!("stale"))))).unwrap();
-        let second = peer.request_raw("x/second", None, None, &opts).unwrap();
-        assert_eq!(second, json!({ "answered": 2 }));
-        // The same channel served both, and went back empty.
-        let (_, again) = kept_channel();
-        assert!(again.same_channel(&rx));
-        assert!(again.is_empty());
-        // A call that wants progress has a channel of its own.
-        let progress = CallOptions::new().on_progress(|_| {});
-        let third = peer.request_raw("x/third", None, None, &progress).unwrap();
-        assert_eq!(third, json!({ "answered": 3 }));
-        assert!(kept_channel().1.same_channel(&rx));
+    fn late_events_of_ended_calls_never_reach_the_next() {
+        // On a thread of its own (the channel is the thread's), bounded: a
+        // call that waits for room to route its own reply never returns.
+        let (done_tx, done_rx) = bounded(1);
+        std::thread::spawn(move || {
+            let out = Arc::new(Answering::default());
+            let peer = Peer::new(
+                "t".into(),
+                ClientOptions::default(),
+                Box::new(Arc::clone(&out)),
+                json!({}),
+                None,
+            );
+            out.peer.set(Arc::downgrade(&peer)).unwrap();
+            let opts = CallOptions::new();
+            let call = |m: &str, o: &CallOptions| peer.request_raw(m, None, None, o).unwrap();
+            assert_eq!(call("x/1", &opts), json!({ "answered": 1 }));
+            // A reply to call 1 arrives during call 2, in the same channel:
+            // call 2 gets its own answer.
+            let (tx, rx) = kept_channel();
+            *out.late.lock() = Some((tx.clone(), stale(1)));
+            assert_eq!(call("x/2", &opts), json!({ "answered": 2 }));
+            // The same channel served both, and went back empty.
+            let (_, again) = kept_channel();
+            assert!(again.same_channel(&rx) && again.is_empty());
+            // Late events that fill the channel between two calls: the
+            // next call still has room for the reply it routes itself.
+            for _ in 0..CALL_EVENT_CAPACITY_QUIET {
+                tx.try_send(stale(2)).unwrap();
+            }
+            assert_eq!(call("x/3", &opts), json!({ "answered": 3 }));
+            // A call that wants progress has a channel of its own.
+            let progress = CallOptions::new().on_progress(|_| {});
+            assert_eq!(call("x/4", &progress), json!({ "answered": 4 }));
+            assert!(kept_channel().1.same_channel(&rx));
+            done_tx.send(()).unwrap();
+        });
+        done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("every call returned");
     }
 }
