@@ -554,6 +554,16 @@ pub(crate) fn encode_request_direct(
     params: Option<&Value>,
     extra: MetaExtra<'_>,
 ) -> Vec<u8> {
+    /// The frame with `params` written to `out`.
+    fn write<P: serde::Serialize>(out: &mut Vec<u8>, id: i64, method: &str, params: Option<P>) {
+        let frame = RequestFrame {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        };
+        serde_json::to_writer(out, &frame).expect("a request frame always serialises");
+    }
     // Room for a small request and the shared `_meta`: the buffer is not
     // regrown (and copied) twice on the way, as from `to_vec`'s 128 bytes.
     let shared = extra
@@ -561,31 +571,15 @@ pub(crate) fn encode_request_direct(
         .and_then(|m| m.text.as_ref())
         .map_or(0, |t| t.get().len());
     let mut out = Vec::with_capacity(REQUEST_BUFFER + shared);
-    let written = if extra.is_empty() {
-        serde_json::to_writer(
-            &mut out,
-            &RequestFrame {
-                jsonrpc: "2.0",
-                id,
-                method,
-                params,
-            },
-        )
+    if extra.is_empty() {
+        write(&mut out, id, method, params);
     } else {
-        serde_json::to_writer(
-            &mut out,
-            &RequestFrame {
-                jsonrpc: "2.0",
-                id,
-                method,
-                params: Some(ParamsOut {
-                    params: params.and_then(Value::as_object),
-                    extra,
-                }),
-            },
-        )
-    };
-    written.expect("a request frame always serialises");
+        let params = ParamsOut {
+            params: params.and_then(Value::as_object),
+            extra,
+        };
+        write(&mut out, id, method, Some(params));
+    }
     out.push(b'\n');
     out
 }

@@ -521,20 +521,10 @@ impl Answer {
     /// The answer as ureq's [`Response<Body>`], for the code that reads
     /// any answer (ureq's own included).
     pub(crate) fn into_response(self) -> Response<Body> {
-        let mime = self
-            .headers
-            .get(ureq::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            });
+        let mime = super::media_type_of(&self.headers);
         let mut builder = Body::builder();
-        if let Some(m) = mime.filter(|m| !m.is_empty()) {
-            builder = builder.mime_type(m);
+        if !mime.is_empty() {
+            builder = builder.mime_type(mime.into_owned());
         }
         let mut resp = Response::new(builder.reader(self.body));
         *resp.status_mut() = self.status;
@@ -549,31 +539,6 @@ impl Answer {
 /// `Transfer-Encoding` overrides it (ureq's [`Body`] built from a reader,
 /// as this module's answers are, does not know it).
 pub(crate) fn declared_length(status: StatusCode, headers: &ureq::http::HeaderMap) -> Option<u64> {
-    // The common case first, in two lookups: one `Content-Length`, no
-    // `Transfer-Encoding`; anything else as the framing says.
-    if !status.is_informational()
-        && status != StatusCode::NO_CONTENT
-        && status != StatusCode::NOT_MODIFIED
-        && !headers.contains_key(ureq::http::header::TRANSFER_ENCODING)
-    {
-        if let Some(n) = headers
-            .get(ureq::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|v| v.parse().ok())
-        {
-            // A second `Content-Length` line must agree: left to the
-            // framing, which checks them all.
-            if headers
-                .get_all(ureq::http::header::CONTENT_LENGTH)
-                .iter()
-                .nth(1)
-                .is_none()
-            {
-                return Some(n);
-            }
-        }
-    }
     match framing(status, headers) {
         Ok(Framing::Length(n)) => Some(n),
         _ => None,

@@ -29,10 +29,12 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// The modern protocol version a request body declares in its `_meta`;
 /// `None` for a legacy message.
 pub(super) fn modern_version(msg: &Value) -> Option<&str> {
-    msg.get("params")?
-        .get("_meta")?
-        .get(keys::PROTOCOL_VERSION)?
-        .as_str()
+    params_version(msg.get("params")?)
+}
+
+/// The modern protocol version a request's `params._meta` declares.
+pub(super) fn params_version(params: &Value) -> Option<&str> {
+    member(member(params, "_meta")?, keys::PROTOCOL_VERSION)?.as_str()
 }
 
 /// A request header: its name (one of this module's, or an `Mcp-Param-`

@@ -1021,7 +1021,7 @@ impl Shared {
         let initialize = job.method == "initialize";
         let method = Some(job.method.as_str());
         let answered = self
-            .send_post_answer(
+            .send_post(
                 &job.body,
                 session,
                 initialize,
@@ -1146,25 +1146,12 @@ impl Shared {
 
     /// Sends a POST of `body` (a message with the session's headers, or a
     /// modern request's own) and returns the answer once its head is in:
-    /// over [`h1`] for plain `http://`, through ureq otherwise.
+    /// over [`h1`] for plain `http://` (as it was read), through ureq
+    /// otherwise.
     /// `read_timeout` bounds the wait for the answer and each read of it
     /// (`None`: the agent's per-read timeout), `deadline` the whole
     /// exchange.
     fn send_post(
-        &self,
-        body: &[u8],
-        session: &Session,
-        initialize: bool,
-        modern: Option<&[headers::Header]>,
-        read_timeout: Option<Duration>,
-        deadline: Option<Instant>,
-    ) -> std::result::Result<Response<Body>, ureq::Error> {
-        self.send_post_answer(body, session, initialize, modern, read_timeout, deadline)
-            .map(Answered::into_response)
-    }
-
-    /// [`Shared::send_post`], an answer that came over [`h1`] as it was read.
-    fn send_post_answer(
         &self,
         body: &[u8],
         session: &Session,
@@ -1441,6 +1428,7 @@ impl Shared {
                 None,
                 Some(deadline),
             )
+            .map(Answered::into_response)
             .map_err(|e| self.transport_err(method, "POST", e))?;
         self.note_dpop_nonce(resp.headers());
         let status = resp.status().as_u16();
@@ -1540,14 +1528,13 @@ impl Outbound for HttpOutbound {
     ) -> std::result::Result<(), SendFailure> {
         // The version a modern request declares: from the connection's
         // shared `_meta`, or the caller's own.
-        let version = extra
+        let version = match extra
             .shared
             .and_then(|m| crate::json::map_member(m, crate::model::keys::PROTOCOL_VERSION))
-            .or_else(|| {
-                let meta = crate::json::member(params?, "_meta")?;
-                crate::json::member(meta, crate::model::keys::PROTOCOL_VERSION)
-            })
-            .and_then(Value::as_str);
+        {
+            Some(v) => v.as_str(),
+            None => params.and_then(headers::params_version),
+        };
         // Written straight from the params, `extra` merged as it goes: no
         // value of the whole request is built only to be serialized.
         let mut body = crate::jsonrpc::encode_request_direct(id, method, params, extra);

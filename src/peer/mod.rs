@@ -48,9 +48,9 @@ use crate::tool::McpTool;
 /// caller to take them: a progress callback may be slow.
 const CALL_EVENT_CAPACITY: usize = 64;
 
-/// The same for a caller that did not ask for progress: it takes events as
-/// fast as they come (it only looks at them), so a few slots are enough
-/// (a stray progress notification for its id is read and dropped). Small
+/// The same for a caller that did not ask for progress: no progress is
+/// passed on to it (see `Pending::wants_progress`), so its events are the
+/// answer and a re-arm or two, and a few slots are enough. Small
 /// on purpose: a 64-slot channel is a 7 KiB allocation for every request,
 /// large enough to send `malloc` to its slow path each time.
 const CALL_EVENT_CAPACITY_QUIET: usize = 4;
