@@ -38,8 +38,39 @@ pub(super) fn params_version(params: &Value) -> Option<&str> {
 }
 
 /// A request header: its name (one of this module's, or an `Mcp-Param-`
-/// name made for a tool's parameter) and value.
-pub(crate) type Header = (Cow<'static, str>, String);
+/// name made for a tool's parameter) and value. Both borrow a constant
+/// where they can (a known version or method), so that the headers of a
+/// typical request cost one allocation (its name), not one per header.
+pub(crate) type Header = (Cow<'static, str>, Cow<'static, str>);
+
+/// Methods whose `Mcp-Method` value (and whose name in a request being
+/// posted) is borrowed, not copied.
+pub(super) const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "tools/call",
+    "tools/list",
+    "resources/read",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/get",
+    "prompts/list",
+    "completion/complete",
+    "ping",
+    "server/discover",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "tasks/list",
+];
+
+/// `s` as the constant of `known` equal to it, else copied.
+pub(super) fn constant_or_owned(s: &str, known: &[&'static str]) -> Cow<'static, str> {
+    match known.iter().find(|k| **k == s) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(s.to_owned()),
+    }
+}
 
 /// The headers of a modern request of `method` with `params`, declaring
 /// protocol `version` (`None`: no version header). `input_schema`:
@@ -52,9 +83,15 @@ pub(super) fn request_headers(
 ) -> Result<Vec<Header>, String> {
     let mut h = Vec::with_capacity(4);
     if let Some(v) = version {
-        h.push((VERSION_HEADER.into(), v.to_owned()));
+        h.push((
+            VERSION_HEADER.into(),
+            constant_or_owned(v, crate::limits::MODERN_PROTOCOL_VERSIONS),
+        ));
     }
-    h.push((METHOD_HEADER.into(), method.to_owned()));
+    h.push((
+        METHOD_HEADER.into(),
+        constant_or_owned(method, KNOWN_METHODS),
+    ));
     let name = match method {
         "tools/call" | "prompts/get" => params.and_then(|p| member(p, "name")),
         "resources/read" => params.and_then(|p| member(p, "uri")),
@@ -63,7 +100,7 @@ pub(super) fn request_headers(
         _ => None,
     };
     if let Some(n) = name.and_then(Value::as_str) {
-        h.push((NAME_HEADER.into(), encode(n)));
+        h.push((NAME_HEADER.into(), encode(n).into()));
     }
     if method == "tools/call" {
         if let (Some(schema), Some(args)) =
@@ -72,7 +109,7 @@ pub(super) fn request_headers(
             for (header, path) in annotations(schema)? {
                 if let Some(v) = value_at(args, &path) {
                     if let Some(text) = header_value(v, &header)? {
-                        h.push((format!("{PARAM_PREFIX}{header}").into(), text));
+                        h.push((format!("{PARAM_PREFIX}{header}").into(), text.into()));
                     }
                 }
             }
@@ -152,6 +189,18 @@ mod tests {
     }
 
     #[test]
+    fn known_versions_and_methods_are_borrowed_others_copied() {
+        let borrowed = |c: &Cow<'static, str>| matches!(c, Cow::Borrowed(_));
+        let params = json!({"name": "x", "_meta": {}});
+        let h = request_headers(Some(&params), Some("2026-07-28"), "tools/call", None).unwrap();
+        assert!(h.iter().take(2).all(|(_, v)| borrowed(v)), "{h:?}");
+        let h = request_headers(None, Some("2099-01-01"), "vendor/op", None).unwrap();
+        assert_eq!(h[0].1, "2099-01-01");
+        assert_eq!(h[1].1, "vendor/op");
+        assert!(h.iter().all(|(_, v)| !borrowed(v)), "{h:?}");
+    }
+
+    #[test]
     fn standard_and_param_headers() {
         let schema = json!({"type": "object", "properties": {
             "region": {"type": "string", "x-mcp-header": "Region"},
@@ -170,7 +219,7 @@ mod tests {
             Some(&schema),
         )
         .unwrap();
-        let get = |k: &str| h.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| h.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_ref());
         assert_eq!(get("MCP-Protocol-Version"), Some("2026-07-28"));
         assert_eq!(get("Mcp-Method"), Some("tools/call"));
         assert_eq!(get("Mcp-Name"), Some("execute_sql"));
@@ -185,7 +234,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert!(r.contains(&("Mcp-Name".into(), encode("file:///é"))));
+        assert!(r.contains(&("Mcp-Name".into(), encode("file:///é").into())));
     }
 
     #[test]

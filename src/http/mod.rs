@@ -222,7 +222,9 @@ impl PostPool {
 struct Job {
     body: Vec<u8>,
     id: i64,
-    method: String,
+    /// Borrowed when it is a method the client sends often (no copy per
+    /// request).
+    method: Cow<'static, str>,
     timeout: Duration,
     /// The headers of a modern (2026-07-28) request; `None`: legacy, with
     /// the session's headers.
@@ -674,7 +676,7 @@ impl Shared {
         if let Some(h) = modern {
             // Stateless: no session, the version from the body's `_meta`.
             for (k, v) in h {
-                out.push((k.as_ref().into(), v.as_str().into()));
+                out.push((k.as_ref().into(), v.as_ref().into()));
             }
             return out;
         }
@@ -783,7 +785,7 @@ impl Shared {
         let job = Job {
             body,
             id,
-            method: method.to_owned(),
+            method: headers::constant_or_owned(method, headers::KNOWN_METHODS),
             timeout: deadline.saturating_duration_since(Instant::now()),
             modern,
             inline_deadline: inline.then_some(deadline),
@@ -1019,7 +1021,7 @@ impl Shared {
         session: &Session,
     ) -> std::result::Result<(), Failure> {
         let initialize = job.method == "initialize";
-        let method = Some(job.method.as_str());
+        let method = Some(job.method.as_ref());
         let answered = self
             .send_post(
                 &job.body,
@@ -1241,7 +1243,7 @@ impl Shared {
             }
             PumpEnd::Ended(why) => Err(Failure::Error(McpError::StreamEnded {
                 server: self.name.clone(),
-                method: job.method.clone(),
+                method: job.method.clone().into_owned(),
                 reason: why.unwrap_or_else(|| "the server closed it".into()),
             })),
         }

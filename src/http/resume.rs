@@ -50,7 +50,7 @@ impl Shared {
             mut last_id,
             mut retry,
         } = position;
-        let method = Some(job.method.as_str());
+        let method = Some(job.method.as_ref());
         let read_timeout = self.stream_timeout(job.timeout);
         let mut failures = 0u32;
         loop {
