@@ -1629,17 +1629,32 @@ fn main() {
         let echo = HttpEcho::start_with(&server, &["--dual-era"]);
         let (mut sl, mut sm, mut hl, mut hm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut fl, mut fm, mut hfl, mut hfm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            fl.extend(floor_seq_spin(&server, 128, n, false));
-            fm.extend(floor_seq_modern(&server, 128, n));
-            sl.extend(era_stdio(&server, Legacy, n));
-            sm.extend(era_stdio(&server, Modern, n));
+        for round in 0..rounds {
+            // Each pair in both orders, every other round: the second of a
+            // pair starts while the first's server is still being torn down
+            // (its process exits, its memory is freed), which must not
+            // fall on one era only.
+            let legacy_first = round % 2 == 0;
+            for first in [true, false] {
+                if first == legacy_first {
+                    fl.extend(floor_seq_spin(&server, 128, n, false));
+                    sl.extend(era_stdio(&server, Legacy, n));
+                } else {
+                    fm.extend(floor_seq_modern(&server, 128, n));
+                    sm.extend(era_stdio(&server, Modern, n));
+                }
+            }
             // The HTTP floor spins as the client's lone caller does, with
             // each era's body and headers.
-            hfl.extend(in_era(false, || floor_http(&echo.addr, n / 4, true)));
-            hfm.extend(in_era(true, || floor_http(&echo.addr, n / 4, true)));
-            hl.extend(era_http(&echo.url, Legacy, n / 4));
-            hm.extend(era_http(&echo.url, Modern, n / 4));
+            for first in [true, false] {
+                if first == legacy_first {
+                    hfl.extend(in_era(false, || floor_http(&echo.addr, n / 4, true)));
+                    hl.extend(era_http(&echo.url, Legacy, n / 4));
+                } else {
+                    hfm.extend(in_era(true, || floor_http(&echo.addr, n / 4, true)));
+                    hm.extend(era_http(&echo.url, Modern, n / 4));
+                }
+            }
         }
         let (sl, sm, hl, hm) = (median(sl), median(sm), median(hl), median(hm));
         let (fl, fm, hfl, hfm) = (median(fl), median(fm), median(hfl), median(hfm));
