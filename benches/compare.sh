@@ -289,16 +289,28 @@ P("")
 
 # targets
 def t(ok):
-    return "met" if ok else "MISSED"
+    return "not established" if ok is None else "met" if ok else "MISSED"
+
+# A client cannot beat the physical limit: a cell below its floor means the
+# floor's passes drew a slower placement of the processes on the cores than
+# ours did (on this 2-core VM a pass's p50 is bimodal), not that the target
+# is met. Such a target is reported as not established.
+def vs_floor(ours, floor, bound):
+    if ours < floor:
+        return None
+    return ours <= bound * floor
+
+def below(ours, floor):
+    return " — below its floor, so the floor is measured wrong in this run" if ours < floor else ""
 o = lambda k: get("ours", k)
 T = []
 s, f, r = o("seq_128_p50_us"), get("floor", "seq_128_p50_us"), get("rmcp", "seq_128_p50_us")
 if None not in (s, f, r):
-    T.append((f"sequential stdio p50 (128 B) ≤ 1.25 × the floor (the faster of blocking and busy-polling): {s:.1f} µs vs {1.25 * f:.1f} µs (floor {f:.1f})", s <= 1.25 * f))
+    T.append((f"sequential stdio p50 (128 B) ≤ 1.25 × the floor (the faster of blocking and busy-polling): {s:.1f} µs vs {1.25 * f:.1f} µs (floor {f:.1f}){below(s, f)}", vs_floor(s, f, 1.25)))
     T.append((f"sequential stdio p50 (128 B) < rmcp: {s:.1f} µs vs {r:.1f} µs", s < r))
 h, hf = o("http_p50_us"), get("floor", "http_p50_us")
 if None not in (h, hf):
-    T.append((f"HTTP p50 (128 B) ≤ 2 × the HTTP floor: {h:.1f} µs vs {2 * hf:.1f} µs (floor {hf:.1f})", h <= 2 * hf))
+    T.append((f"HTTP p50 (128 B) ≤ 2 × the HTTP floor: {h:.1f} µs vs {2 * hf:.1f} µs (floor {hf:.1f}){below(h, hf)}", vs_floor(h, hf, 2)))
 for k in (8, 64):
     hk, hr = o(f"http_tput_{k}"), get("rmcp", f"http_tput_{k}")
     if None not in (hk, hr):
@@ -308,7 +320,7 @@ if None not in (st, sr):
     T.append((f"50 servers started in parallel ≤ rmcp native: {st:.1f} ms vs {sr:.1f} ms", st <= sr))
 m, mf = o("seq_1m_p50_us"), get("floor", "seq_1m_p50_us")
 if None not in (m, mf):
-    T.append((f"sequential 1 MiB p50 ≤ 1.3 × the floor: {m:,.0f} µs vs {1.3 * mf:,.0f} µs (floor {mf:,.0f})", m <= 1.3 * mf))
+    T.append((f"sequential 1 MiB p50 ≤ 1.3 × the floor: {m:,.0f} µs vs {1.3 * mf:,.0f} µs (floor {mf:,.0f}){below(m, mf)}", vs_floor(m, mf, 1.3)))
 ps, pf, pr = get("pin_ours", "seq_128_p50_us"), get("pin_floor", "seq_128_p50_us"), get("pin_rmcp", "seq_128_p50_us")
 pj = get("pin_floor_json", "seq_128_p50_us")
 # Not issue targets: the same two checks with every process on one core.
