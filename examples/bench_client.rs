@@ -542,16 +542,10 @@ impl RawPipe {
     }
 }
 
-/// The raw floor with the bytes of a modern request (the server parses the
-/// larger `_meta` too: that part of the cost is the protocol's, not the
-/// client's).
-fn floor_seq_modern(server: &str, size: usize, n: usize) -> Vec<Duration> {
-    floor_seq_spin(server, size, n, true)
-}
-
 /// The raw floor of the era comparison: the reply awaited by spinning (as
 /// this client's lone caller does), the request in the legacy shape or, with
-/// `modern`, with this client's `_meta`.
+/// `modern`, with this client's `_meta` (the server parses the larger
+/// `_meta` too: that part of the cost is the protocol's, not the client's).
 fn floor_seq_spin(server: &str, size: usize, n: usize, modern: bool) -> Vec<Duration> {
     let mut p = RawPipe::spawn_with(server, &["--dual-era"]);
     p.handshake();
@@ -1630,30 +1624,36 @@ fn main() {
         let (mut sl, mut sm, mut hl, mut hm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut fl, mut fm, mut hfl, mut hfm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for round in 0..rounds {
-            // Each pair in both orders, every other round: the second of a
-            // pair starts while the first's server is still being torn down
-            // (its process exits, its memory is freed), which must not
-            // fall on one era only.
-            let legacy_first = round % 2 == 0;
-            for first in [true, false] {
-                if first == legacy_first {
-                    fl.extend(floor_seq_spin(&server, 128, n, false));
-                    sl.extend(era_stdio(&server, Legacy, n));
+            // The eras in both orders, every other round: the second
+            // starts while the first's server is still being torn down (its
+            // process exits, its memory is freed), which must not fall on
+            // one era only.
+            let order = if round % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
+            for modern in order {
+                let era = if modern { Modern } else { Legacy };
+                let (f, s) = if modern {
+                    (&mut fm, &mut sm)
                 } else {
-                    fm.extend(floor_seq_modern(&server, 128, n));
-                    sm.extend(era_stdio(&server, Modern, n));
-                }
+                    (&mut fl, &mut sl)
+                };
+                f.extend(floor_seq_spin(&server, 128, n, modern));
+                s.extend(era_stdio(&server, era, n));
             }
             // The HTTP floor spins as the client's lone caller does, with
             // each era's body and headers.
-            for first in [true, false] {
-                if first == legacy_first {
-                    hfl.extend(in_era(false, || floor_http(&echo.addr, n / 4, true)));
-                    hl.extend(era_http(&echo.url, Legacy, n / 4));
+            for modern in order {
+                let era = if modern { Modern } else { Legacy };
+                let (f, s) = if modern {
+                    (&mut hfm, &mut hm)
                 } else {
-                    hfm.extend(in_era(true, || floor_http(&echo.addr, n / 4, true)));
-                    hm.extend(era_http(&echo.url, Modern, n / 4));
-                }
+                    (&mut hfl, &mut hl)
+                };
+                f.extend(in_era(modern, || floor_http(&echo.addr, n / 4, true)));
+                s.extend(era_http(&echo.url, era, n / 4));
             }
         }
         let (sl, sm, hl, hm) = (median(sl), median(sm), median(hl), median(hm));

@@ -28,8 +28,9 @@
 //! * `--dual-era` [`ECHO_DUAL_ERA`=1] — also answer `server/discover`
 //!   (MCP 2026-07-28), so that a dual-era client runs in the modern era;
 //!   requests are answered the same either way (their `_meta` is scanned
-//!   for the version and progress token, the rest skipped unbuilt). Without it `server/discover` is an unknown method, as on a
-//!   legacy server;
+//!   for the version and progress token, the rest skipped unbuilt).
+//!   Without it `server/discover` is an unknown method, as on a legacy
+//!   server;
 //! * `--modern-results` [`ECHO_MODERN_RESULTS`=1] — with `--dual-era`, a
 //!   request whose `_meta` names protocol version 2026-07-28 is answered
 //!   with the fields that version's schema requires of results:
