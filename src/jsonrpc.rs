@@ -141,8 +141,20 @@ fn frame_err(id: Option<RequestId>, message: impl Into<String>) -> FrameError {
 #[cfg_attr(not(feature = "fuzzing"), allow(dead_code))] // the fuzz targets' entry point
 pub fn decode(bytes: &[u8]) -> Result<Vec<Incoming>, FrameError> {
     let mut out = Vec::with_capacity(1);
-    decode_each(bytes, |m| out.push(m))?;
+    decode_each(bytes, |m| out.push(restored(m)))?;
     Ok(out)
+}
+
+/// A message with its result as the server sent it: the reader keeps
+/// some results in compact forms that `Peer` reads or undoes
+/// (`jsonrpc_cap::restore`); what leaves this module's public entry points
+/// is what came.
+#[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
+fn restored(mut m: Incoming) -> Incoming {
+    if let Incoming::Response { outcome: Ok(r), .. } = &mut m {
+        crate::jsonrpc_cap::restore(r);
+    }
+    m
 }
 
 /// [`decode`] handing each message to `f` (all or none of them: a batch
@@ -247,7 +259,8 @@ pub(crate) fn decode_plain_each(
 /// that compares it with [`decode`].
 #[cfg(feature = "fuzzing")]
 pub fn decode_taking_strings(bytes: &[u8], min: usize, step: usize) -> Option<Vec<Incoming>> {
-    decode_taken(crate::large_strings::take_in_pieces(bytes, min, step)?)
+    let msgs = decode_taken(crate::large_strings::take_in_pieces(bytes, min, step)?)?;
+    Some(msgs.into_iter().map(restored).collect())
 }
 
 /// [`decode_plain_each`] into a vector, for tests that compare it with the

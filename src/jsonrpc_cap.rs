@@ -33,12 +33,20 @@ pub(crate) const TOOLS_RAW: &str = "io.github.skald-mcp/toolsRaw";
 /// The separator of the definitions in a [`TOOLS_RAW`] text.
 pub(crate) const TOOLS_SEPARATOR: char = '\0';
 
+/// Undoes both ways a result is kept other than as the server sent it (a
+/// `tools` array as text, [`TOOLS_RAW`], and a single text block as its
+/// text, [`crate::text_content`]), for a caller of `request`.
+pub(crate) fn restore(v: &mut Value) {
+    restore_tools(v);
+    crate::text_content::restore(v);
+}
+
 /// Parses back a `tools` array kept as text ([`TOOLS_RAW`]), so that a
 /// caller of `request` sees the result the server sent.
 pub(crate) fn restore_tools(v: &mut Value) {
     let Some(obj) = v.as_object_mut() else { return };
     // Looked for first without hashing: nearly every result has no marker.
-    if crate::json::map_member(obj, TOOLS_RAW).is_none() || obj.remove(TOOLS_RAW).is_none() {
+    if crate::json::map_member(obj, TOOLS_RAW).is_none() || obj.shift_remove(TOOLS_RAW).is_none() {
         return;
     }
     if let Some(Value::String(text)) = obj.get("tools") {
@@ -187,7 +195,11 @@ impl<'de> Visitor<'de> for Build {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
+        // Whether `out` holds `text_content::TEXT_ONLY` for its `content`.
+        let mut compacted = false;
+        // Names borrowed from the frame: `content` is not kept as a name
+        // when it is kept compact.
+        while let Some(key) = map.next_key_seed(crate::text_content::Word)? {
             let v = if self.top && key == "tools" {
                 CUT.with(|c| c.set(false));
                 JOINED.with(|j| j.set(false));
@@ -204,10 +216,33 @@ impl<'de> Visitor<'de> for Build {
                     out.insert(TOOLS_RAW.to_owned(), Value::Bool(true));
                 }
                 v
+            } else if self.top && key == "content" {
+                use crate::text_content::{Content, ContentSeed, TEXT_ONLY};
+                let content = map.next_value_seed(ContentSeed)?;
+                // A repeated `content` keeps its first place and its last
+                // value, as `Value` reads it: one kept compact before is
+                // put back as it was.
+                if std::mem::take(&mut compacted) {
+                    crate::text_content::restore_in(&mut out);
+                }
+                let free = |k| crate::json::map_member(&out, k).is_none();
+                match content {
+                    Content::Text(text) if free("content") && free(TEXT_ONLY) => {
+                        out.insert(TEXT_ONLY.to_owned(), Value::String(text));
+                        compacted = true;
+                        continue;
+                    }
+                    other => other.into_content_value(),
+                }
             } else {
+                if key == crate::text_content::TEXT_ONLY && std::mem::take(&mut compacted) {
+                    // The server's own member of that name: ours goes back
+                    // to being `content` first.
+                    crate::text_content::restore_in(&mut out);
+                }
                 map.next_value::<Value>()?
             };
-            out.insert(key, v);
+            out.insert(key.into_owned(), v);
         }
         Ok(Value::Object(out))
     }

@@ -76,6 +76,7 @@ mod sampling;
 mod spin;
 mod stdio;
 mod task;
+mod text_content;
 mod threads;
 mod tool;
 

@@ -296,9 +296,11 @@ pub fn extract_call_result(
     })
 }
 
-/// [`extract_call_result`] on an owned result: the common plain answer —
-/// one text block, no task, no `structuredContent`, not an error — moves its
-/// text out instead of copying it; anything else takes the general path.
+/// [`extract_call_result`] on an owned result, which may be in the
+/// reader's compact form (`jsonrpc_cap::restore`): the common answers —
+/// one text block, no task, not an error, with or without
+/// `structuredContent` — move their text (and structured value) out
+/// instead of copying them; anything else takes the general path.
 pub(crate) fn extract_call_result_owned(
     server: &str,
     tool: &str,
@@ -307,17 +309,31 @@ pub(crate) fn extract_call_result_owned(
     if let Some(obj) = result.as_object_mut() {
         // One pass over the few members of a result, comparing names,
         // instead of hashing each name looked up (six lookups per call).
-        let (mut content, mut plain) = (None, true);
+        let (mut content, mut only_text, mut structured, mut plain) = (None, None, None, true);
         for (k, v) in obj.iter_mut() {
             match k.as_str() {
                 "content" => content = Some(v),
+                crate::text_content::TEXT_ONLY => only_text = Some(v),
                 "task" => plain = false,
-                "structuredContent" if !v.is_null() => plain = false,
+                "structuredContent" if !v.is_null() => structured = Some(v),
                 "isError" if v.as_bool() == Some(true) => plain = false,
                 _ => {}
             }
         }
-        if let (true, Some(Value::Array(items))) = (plain, content) {
+        // The reader kept the one text block as its text (and then there
+        // is no `content` member, unless the server sent the reader's own
+        // member name, which the general path sorts out).
+        if let (true, None, Some(Value::String(text))) = (plain, &content, only_text) {
+            let text = std::mem::take(text);
+            return Ok(match structured {
+                Some(value) => McpCallResult::Json {
+                    value: value.take(),
+                    text,
+                },
+                None => McpCallResult::Text(text),
+            });
+        }
+        if let (true, None, Some(Value::Array(items))) = (plain, &structured, content) {
             if let [Value::Object(item)] = items.as_mut_slice() {
                 let (mut is_text, mut text) = (false, None);
                 for (k, v) in item.iter_mut() {
@@ -333,6 +349,7 @@ pub(crate) fn extract_call_result_owned(
             }
         }
     }
+    crate::jsonrpc_cap::restore(&mut result);
     extract_call_result(server, tool, &result)
 }
 
@@ -340,6 +357,15 @@ pub(crate) fn extract_call_result_owned(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The result of a response frame as the reader hands it to `Peer`
+    /// (compact where it can be: `text_content`).
+    fn result_as_read(frame: &str) -> Value {
+        match crate::jsonrpc::decode_plain_for_tests(frame.as_bytes()).map(|mut m| m.pop()) {
+            Ok(Some(crate::jsonrpc::Incoming::Response { outcome: Ok(r), .. })) => r,
+            other => panic!("{frame}: not a result: {other:?}"),
+        }
+    }
 
     fn ex(v: Value) -> Result<McpCallResult, McpError> {
         extract_call_result("s", "t", &v)
@@ -365,7 +391,20 @@ mod tests {
             let owned = extract_call_result_owned("s", "t", v.clone());
             let borrowed = extract_call_result("s", "t", &v);
             assert_eq!(format!("{owned:?}"), format!("{borrowed:?}"), "for {v}");
+            // And as the reader hands it over: compact where it can be.
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{v}}}"#);
+            let compact = result_as_read(&frame);
+            let owned = extract_call_result_owned("s", "t", compact);
+            assert_eq!(format!("{owned:?}"), format!("{borrowed:?}"), "read: {v}");
         }
+        // A server that sends the reader's own member name beside its
+        // content: no panic, and its content is not lost.
+        let forged = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"mine"}}],"{}":"x"}}}}"#,
+            crate::text_content::TEXT_ONLY
+        );
+        let r = extract_call_result_owned("s", "t", result_as_read(&forged));
+        assert!(r.unwrap().to_text().contains("mine"));
     }
 
     #[test]

@@ -538,15 +538,18 @@ impl Peer {
         params: Option<Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
-        let mut v = self.request_keeping_tool_text(method, params, opts)?;
-        crate::jsonrpc_cap::restore_tools(&mut v);
+        let mut v = self.request_compact(method, params, opts)?;
+        crate::jsonrpc_cap::restore(&mut v);
         Ok(v)
     }
 
-    /// [`Peer::request`] whose result's `tools` elements may still be their
-    /// JSON text (`jsonrpc_cap::TOOLS_RAW`): for `tools/list`, which makes
-    /// tools of the text without parsing it into trees.
-    pub(crate) fn request_keeping_tool_text(
+    /// [`Peer::request`] whose result may be kept in the reader's compact
+    /// forms: its `tools` elements as their JSON text
+    /// (`jsonrpc_cap::TOOLS_RAW`), for `tools/list`, which makes tools of
+    /// the text without parsing it into trees; a single text block of
+    /// `content` as its text (`text_content::TEXT_ONLY`), for `tools/call`.
+    /// `jsonrpc_cap::restore` turns it into what the server sent.
+    pub(crate) fn request_compact(
         &self,
         method: &str,
         params: Option<Value>,

@@ -77,8 +77,7 @@ impl Peer {
         let mirrors = self.out.mirrors_headers() && self.initialize()?.era == Era::Modern;
         for _ in 0..self.opts.max_tool_pages.max(1) {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let mut r =
-                self.request_keeping_tool_text("tools/list", params, &CallOptions::default())?;
+            let mut r = self.request_compact("tools/list", params, &CallOptions::default())?;
             let next = r
                 .get("nextCursor")
                 .and_then(Value::as_str)
@@ -358,7 +357,8 @@ impl Peer {
         }
         // (A header mismatch over HTTP is retried once after listing the
         // tools again, in `Peer::request_modern`.)
-        let result = self.request("tools/call", Some(params), opts)?;
+        // Compact: the usual single text block is taken as its text.
+        let result = self.request_compact("tools/call", Some(params), opts)?;
         let result = match extract_call_result_owned(&self.name, name, result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);

@@ -1,0 +1,466 @@
+//! A result's `content` that is one text block, read as that text alone.
+//!
+//! Nearly every `tools/call` answer is `{"content":[{"type":"text",
+//! "text":"…"}], …}`. Read into a [`Value`] that block is an array, a map
+//! with its hash table, two key strings and a value string: eleven
+//! allocations of the fifteen a 128-byte answer cost, and the largest share
+//! of the client's instructions per call (callgrind: 6.0k of 17.9k for the
+//! result, 2.4k more to drop it). So the reader of a response's `result`
+//! ([`crate::jsonrpc_cap`]) reads its `content` with [`ContentSeed`]: when
+//! it is exactly one block whose members are `"type":"text"` then a string
+//! `"text"`, in that order and nothing else, the result gets the member
+//! [`TEXT_ONLY`] (the text, a string) in the place of `content`. Anything
+//! else is read as it always was. [`restore`] puts the block back where
+//! the member stands, so a caller of `request` sees the result the server
+//! sent, member order included; `tools/call` takes the text without it
+//! (`result::extract_call_result_owned`).
+//!
+//! The member name is the client's own (reverse DNS, as `_meta` keys are).
+//! A server that sends a member of that name beside its `content` gets
+//! both back as sent; one that sends it instead of `content` confuses only
+//! its own result, which is then read as if it had that text block.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The member standing for `content` when that is one text block: the
+/// block's text, a string.
+pub(crate) const TEXT_ONLY: &str = "io.github.skald-mcp/textContent";
+
+/// What a result's `content` was read as.
+pub(crate) enum Content {
+    /// One `{"type":"text","text":…}` block: its text.
+    Text(String),
+    /// Anything else, as a value.
+    Other(Value),
+}
+
+/// Reads a `content` member (see the module docs).
+pub(crate) struct ContentSeed;
+
+impl<'de> DeserializeSeed<'de> for ContentSeed {
+    type Value = Content;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Content, D::Error> {
+        d.deserialize_any(ContentVisitor)
+    }
+}
+
+/// Puts the text block back in the place of [`TEXT_ONLY`] in a result
+/// object (nothing to do for any other value).
+pub(crate) fn restore(v: &mut Value) {
+    if let Some(obj) = v.as_object_mut() {
+        restore_in(obj);
+    }
+}
+
+/// [`restore`] on the members of a result. The member is the reader's only
+/// when the result has no `content` (the reader never leaves both).
+pub(crate) fn restore_in(obj: &mut Map<String, Value>) {
+    // Looked for without hashing: a result has a few members.
+    let Some(at) = obj.keys().position(|k| k == TEXT_ONLY) else {
+        return;
+    };
+    if !matches!(obj.get(TEXT_ONLY), Some(Value::String(_)))
+        || crate::json::map_member(obj, "content").is_some()
+    {
+        return;
+    }
+    if let Some(Value::String(text)) = obj.shift_remove(TEXT_ONLY) {
+        obj.shift_insert(at, "content".to_owned(), block(text));
+    }
+}
+
+/// `[{"type":"text","text":text}]`.
+fn block(text: String) -> Value {
+    Value::Array(vec![text_item(text)])
+}
+
+/// `{"type":"text","text":text}`.
+fn text_item(text: String) -> Value {
+    Value::Object(Map::from_iter([
+        ("type".to_owned(), Value::String("text".to_owned())),
+        ("text".to_owned(), Value::String(text)),
+    ]))
+}
+
+/// A value of [`Content::Other`] made by `D`.
+fn other<'de, D: de::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    Value::deserialize(d)
+}
+
+/// One of the scalars a visitor is handed, as a value.
+macro_rules! scalars_as_values {
+    ($wrap:path) => {
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Bool(v)))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok($wrap(Value::from(v)))
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Null))
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(Value::Null))
+        }
+        fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    };
+}
+
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = Content;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    scalars_as_values!(Content::Other);
+    fn visit_str<E>(self, v: &str) -> Result<Content, E> {
+        Ok(Content::Other(Value::String(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Content, E> {
+        Ok(Content::Other(Value::String(v)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Content, A::Error> {
+        other(MapAccessDeserializer::new(map)).map(Content::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+        let Some(first) = seq.next_element_seed(ItemSeed)? else {
+            return Ok(Content::Other(Value::Array(Vec::new())));
+        };
+        let second = seq.next_element::<Value>()?;
+        if let (Content::Text(_), None) = (&first, &second) {
+            return Ok(first);
+        }
+        let mut items = vec![first.into_item_value()];
+        items.extend(second);
+        while let Some(v) = seq.next_element::<Value>()? {
+            items.push(v);
+        }
+        Ok(Content::Other(Value::Array(items)))
+    }
+}
+
+impl Content {
+    /// The value of `content` it was read from.
+    pub(crate) fn into_content_value(self) -> Value {
+        match self {
+            Content::Text(text) => block(text),
+            Content::Other(v) => v,
+        }
+    }
+
+    /// The value of the element of `content` it was read from.
+    fn into_item_value(self) -> Value {
+        match self {
+            Content::Text(text) => text_item(text),
+            Content::Other(v) => v,
+        }
+    }
+}
+
+/// Reads one element of `content`: [`Content::Text`] when it is a text
+/// block as the module docs say.
+struct ItemSeed;
+
+impl<'de> DeserializeSeed<'de> for ItemSeed {
+    type Value = Content;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Content, D::Error> {
+        d.deserialize_any(ItemVisitor)
+    }
+}
+
+struct ItemVisitor;
+
+impl<'de> Visitor<'de> for ItemVisitor {
+    type Value = Content;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    scalars_as_values!(Content::Other);
+    fn visit_str<E>(self, v: &str) -> Result<Content, E> {
+        Ok(Content::Other(Value::String(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Content, E> {
+        Ok(Content::Other(Value::String(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
+        other(SeqAccessDeserializer::new(seq)).map(Content::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+        // `"type":"text"`, then `"text"` with a string, then the end; at
+        // the first member that does not fit, the members read so far
+        // become the start of an object read in full.
+        let Some(k1) = map.next_key_seed(Word)? else {
+            return Ok(Content::Other(Value::Object(Map::new())));
+        };
+        if k1 != "type" {
+            return rest([], Some(k1), map).map(Content::Other);
+        }
+        let v1 = map.next_value_seed(ScalarSeed)?;
+        if !matches!(&v1, Scalar::Str(s) if s == "text") {
+            return rest([(k1, v1)], None, map).map(Content::Other);
+        }
+        let Some(k2) = map.next_key_seed(Word)? else {
+            return rest([(k1, v1)], None, map).map(Content::Other);
+        };
+        if k2 != "text" {
+            return rest([(k1, v1)], Some(k2), map).map(Content::Other);
+        }
+        let v2 = map.next_value_seed(ScalarSeed)?;
+        let Scalar::Str(text) = v2 else {
+            return rest([(k1, v1), (k2, v2)], None, map).map(Content::Other);
+        };
+        match map.next_key_seed(Word)? {
+            None => Ok(Content::Text(text.into_owned())),
+            Some(k3) => {
+                rest([(k1, v1), (k2, Scalar::Str(text))], Some(k3), map).map(Content::Other)
+            }
+        }
+    }
+}
+
+/// The general case of a block: the members `seen`, then the member named
+/// `next` (its value still to be read), then the rest of `map`, into an
+/// object (a repeated member keeps its first place and its last value, as
+/// `Value` reads it).
+fn rest<'de, A: MapAccess<'de>, const N: usize>(
+    seen: [(Cow<'de, str>, Scalar<'de>); N],
+    next: Option<Cow<'de, str>>,
+    mut map: A,
+) -> Result<Value, A::Error> {
+    let mut out = Map::new();
+    for (k, v) in seen {
+        out.insert(k.into_owned(), v.into_value());
+    }
+    if let Some(k) = next {
+        let v: Value = map.next_value()?;
+        out.insert(k.into_owned(), v);
+    }
+    while let Some(k) = map.next_key::<String>()? {
+        let v: Value = map.next_value()?;
+        out.insert(k, v);
+    }
+    Ok(Value::Object(out))
+}
+
+/// A member name, borrowed from the frame when it has no escapes.
+pub(crate) struct Word;
+
+impl<'de> DeserializeSeed<'de> for Word {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Word {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+/// A member's value: a string (borrowed when it can be) or any other value.
+enum Scalar<'de> {
+    Str(Cow<'de, str>),
+    Other(Value),
+}
+
+impl Scalar<'_> {
+    fn into_value(self) -> Value {
+        match self {
+            Scalar::Str(s) => Value::String(s.into_owned()),
+            Scalar::Other(v) => v,
+        }
+    }
+}
+
+struct ScalarSeed;
+
+impl<'de> DeserializeSeed<'de> for ScalarSeed {
+    type Value = Scalar<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ScalarSeed {
+    type Value = Scalar<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    scalars_as_values!(Scalar::Other);
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        other(SeqAccessDeserializer::new(seq)).map(Scalar::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        other(MapAccessDeserializer::new(map)).map(Scalar::Other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::Incoming;
+
+    /// The result of a response frame as the reader hands it to `Peer`.
+    fn result_as_read(frame: &str) -> Value {
+        match crate::jsonrpc::decode_plain_for_tests(frame.as_bytes()) {
+            Ok(mut msgs) => match msgs.pop() {
+                Some(Incoming::Response { outcome: Ok(r), .. }) => r,
+                other => panic!("not a result: {other:?}"),
+            },
+            Err(e) => panic!("{frame}: {e:?}"),
+        }
+    }
+
+    fn frame(result: &str) -> String {
+        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
+    }
+
+    /// Every shape of `content`: read, then restored, it is the result the
+    /// server sent, member order included (compared as text: maps compare
+    /// equal in any order); only the one-text-block shape is kept compact.
+    #[test]
+    fn restored_results_are_what_the_server_sent() {
+        let compact = [
+            r#"{"content":[{"type":"text","text":"hi"}]}"#,
+            r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#,
+            r#"{"isError":false,"content":[{"type":"text","text":"hi"}],"resultType":"complete"}"#,
+            r#"{"content":[{"type":"text","text":""}]}"#,
+            r#"{"content":[{"type":"text","text":"a \"quoted\" \\ line\nand \u00e9"}]}"#,
+            r#"{"content":[{"t\u0079pe":"te\u0078t","text":"escaped names"}]}"#,
+            r#"{"content":[{"type":"text","text":"s"}],"structuredContent":{"content":[{"type":"text","text":"nested"}]}}"#,
+            r#"{ "content" : [ { "type" : "text" , "text" : "spaced" } ] }"#,
+            r#"{"tools":[],"content":[{"type":"text","text":"x"}],"more":[1]}"#,
+        ];
+        let general = [
+            r#"{"content":[{"text":"hi","type":"text"}]}"#,
+            r#"{"content":[{"type":"text","text":"hi","annotations":{"priority":1}}]}"#,
+            r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#,
+            r#"{"content":[{"type":"text","text":"a"},1,null,[2]]}"#,
+            r#"{"content":[]}"#,
+            r#"{"content":[{}]}"#,
+            r#"{"content":[{"type":"text"}]}"#,
+            r#"{"content":[{"type":"text","text":5}]}"#,
+            r#"{"content":[{"type":"text","text":{"a":1}}]}"#,
+            r#"{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#,
+            r#"{"content":[{"type":1,"text":"x"}]}"#,
+            r#"{"content":[{"type":"text","type":"text","text":"dup"}]}"#,
+            r#"{"content":[{"type":"text","text":"a","text":"b"}]}"#,
+            r#"{"content":["text"]}"#,
+            r#"{"content":[[{"type":"text","text":"x"}]]}"#,
+            r#"{"content":"text"}"#,
+            r#"{"content":{"type":"text","text":"x"}}"#,
+            r#"{"content":null}"#,
+            r#"{"content":true}"#,
+            r#"{"content":1.5}"#,
+            r#"{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"last"}]}"#,
+            r#"{"content":[{"type":"text","text":"first"}],"x":1,"content":"last"}"#,
+            r#"{"content":"first","content":[{"type":"text","text":"last"}]}"#,
+            r#"[{"content":[{"type":"text","text":"not the result object"}]}]"#,
+            r#"{"content":[{"type":"text","text":"mine"}],"io.github.skald-mcp/textContent":"x"}"#,
+            r#"{"io.github.skald-mcp/textContent":"x","content":[{"type":"text","text":"mine"}]}"#,
+        ];
+        for (result, is_compact) in compact
+            .iter()
+            .map(|r| (r, true))
+            .chain(general.iter().map(|r| (r, false)))
+        {
+            let mut read = result_as_read(&frame(result));
+            // Compact: the member in the place of `content`.
+            let kept = read
+                .as_object()
+                .is_some_and(|o| o.contains_key(TEXT_ONLY) && !o.contains_key("content"));
+            assert_eq!(kept, is_compact, "{result}");
+            crate::jsonrpc_cap::restore(&mut read);
+            let sent: Value = serde_json::from_str(result).unwrap();
+            assert_eq!(read.to_string(), sent.to_string(), "{result}");
+        }
+    }
+
+    /// The public decoder (the fuzz targets' entry point) hands out what
+    /// came, never the compact form.
+    #[test]
+    fn the_public_decoder_restores() {
+        let f = frame(r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#);
+        let msgs = crate::jsonrpc::decode(f.as_bytes()).unwrap();
+        let Some(Incoming::Response { outcome: Ok(r), .. }) = msgs.first() else {
+            panic!("{msgs:?}")
+        };
+        assert_eq!(
+            r.to_string(),
+            r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#
+        );
+    }
+
+    /// A text large enough for the large-string path is put back into the
+    /// compact member, and equals the plain read.
+    #[test]
+    fn large_texts_are_put_back_into_the_compact_form() {
+        let big = "x".repeat(crate::limits::LARGE_STRING_MIN * 2);
+        let f = frame(&format!(
+            r#"{{"content":[{{"type":"text","text":"{big}"}}]}}"#
+        ));
+        let mut got = None;
+        crate::jsonrpc::decode_each(f.as_bytes(), |m| got = Some(m)).unwrap();
+        let Some(Incoming::Response { outcome: Ok(r), .. }) = got else {
+            panic!("not a result")
+        };
+        assert_eq!(r[TEXT_ONLY].as_str(), Some(big.as_str()));
+    }
+
+    /// Bad JSON inside `content` is an error, as it is without the compact
+    /// reading.
+    #[test]
+    fn bad_json_in_content_is_still_an_error() {
+        for bad in [
+            r#"{"content":[{"type":"text","text":"x"]}"#,
+            r#"{"content":[{"type":"text","text":"x"},]}"#,
+            r#"{"content":[{"type":"text","text":}]}"#,
+            r#"{"content":[{"type":"text","text":"x",}]}"#,
+            r#"{"content":[{"type":"text" "text":"x"}]}"#,
+        ] {
+            assert!(
+                crate::jsonrpc::decode_plain_for_tests(frame(bad).as_bytes()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}
