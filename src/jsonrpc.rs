@@ -232,6 +232,66 @@ pub(crate) fn decode_plain_each(
     bytes: &[u8],
     f: &mut dyn FnMut(Incoming),
 ) -> Result<(), FrameError> {
+    if let Some(m) = decode_usual_response(bytes) {
+        f(m);
+        return Ok(());
+    }
+    decode_enveloped_each(bytes, f)
+}
+
+/// How nearly every response begins, as the official Python SDK, rmcp and
+/// most servers write it.
+const USUAL_RESPONSE_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+/// What follows the id in that layout.
+const USUAL_RESULT_MEMBER: &[u8] = br#","result":"#;
+
+/// A response in the usual layout, `{"jsonrpc":"2.0","id":N,"result":R}`
+/// with only JSON whitespace after the closing brace, read without the
+/// envelope's derive (its member matching, and a `Value` each for
+/// `jsonrpc` and `id`: a tenth of a 128-byte call's instructions). The
+/// result is read as the envelope reads it. `None` for any other layout or
+/// anything amiss, which the envelope then reads (and names what is wrong).
+fn decode_usual_response(bytes: &[u8]) -> Option<Incoming> {
+    let rest = bytes.strip_prefix(USUAL_RESPONSE_HEAD)?;
+    let end = rest.iter().position(|&b| b == b',')?;
+    let (number, rest) = rest.split_at(end);
+    let id = usual_id(number)?;
+    let rest = rest.strip_prefix(USUAL_RESULT_MEMBER)?;
+    let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<EnvelopedResult>();
+    let EnvelopedResult(result) = values.next()?.ok()?;
+    let tail = &rest[values.byte_offset()..];
+    let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let close = tail.iter().position(|b| !is_ws(b))?;
+    (tail[close] == b'}' && tail[close + 1..].iter().all(is_ws)).then_some(Incoming::Response {
+        id: RequestId::Number(id),
+        outcome: Ok(result),
+    })
+}
+
+/// An id as JSON writes an integer, `-?(0|[1-9][0-9]*)`, of at most 18
+/// digits (so it fits an `i64`); `None` for anything else.
+fn usual_id(text: &[u8]) -> Option<i64> {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    let plain = matches!(digits, [b'0'] | [b'1'..=b'9', ..])
+        && digits.len() <= 18
+        && digits.iter().all(u8::is_ascii_digit);
+    if !plain {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// The `result` member as the envelope reads it (`jsonrpc_cap::result`).
+struct EnvelopedResult(Value);
+
+impl<'de> serde::Deserialize<'de> for EnvelopedResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::jsonrpc_cap::result(d).map(|r| EnvelopedResult(r.unwrap_or(Value::Null)))
+    }
+}
+
+/// [`decode_plain_each`] through the envelope alone.
+fn decode_enveloped_each(bytes: &[u8], f: &mut dyn FnMut(Incoming)) -> Result<(), FrameError> {
     let invalid = |e: serde_json::Error| {
         let what = if std::str::from_utf8(bytes).is_err() {
             "invalid UTF-8"
@@ -650,6 +710,59 @@ pub fn encode_value(value: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The usual layout is read without the envelope, to the same
+    /// message; every other layout, and every frame that is amiss, goes
+    /// to the envelope (which names what is wrong).
+    #[test]
+    fn usual_responses_read_as_the_envelope_reads_them() {
+        let usual = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":0,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"result":[1,2]}"#,
+            r#"{"jsonrpc":"2.0","id":123456789012345678,"result":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a"}],"nextCursor":"n"}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"result":{"a":"}"}  }"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":7 }\r\n",
+        ];
+        let other = [
+            r#" {"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"id":1,"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"s","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1234567890123456789,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"id":2}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}} x"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\u{c}",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":1x}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#,
+        ];
+        let enveloped = |f: &str| {
+            let mut out = Vec::new();
+            decode_enveloped_each(f.as_bytes(), &mut |m| out.push(m)).map(|()| out)
+        };
+        for f in usual.iter().chain(&other) {
+            let taken = decode_usual_response(f.as_bytes()).is_some();
+            assert_eq!(taken, usual.contains(f), "{f}");
+            let plain = decode_plain_for_tests(f.as_bytes());
+            assert_eq!(plain, enveloped(f), "{f}");
+            if taken {
+                assert!(plain.is_ok(), "{f}");
+            }
+        }
+        // A server that never writes the usual layout loses nothing: an
+        // id past i64 is the envelope's error, as before.
+        assert!(enveloped(r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}"#).is_err());
+    }
 
     fn one(s: &str) -> Result<Incoming, FrameError> {
         decode(s.as_bytes()).map(|mut v| v.remove(0))
