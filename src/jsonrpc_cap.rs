@@ -17,6 +17,13 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+/// The start of the names of the members the reader adds to a result
+/// ([`TOOLS_CUT`], [`TOOLS_RAW`], `text_content::TEXT_ONLY`). A member of
+/// the server's own whose name starts so is kept under its name with a NUL
+/// appended, and [`restore`] takes the NUL off: a server cannot make a
+/// member the reader's, and loses none of its own.
+pub(crate) const OWN_PREFIX: &str = "io.github.skald-mcp/";
+
 /// The member a cut `tools/list` result gets (`true`).
 pub(crate) const TOOLS_CUT: &str = "io.github.skald-mcp/toolsCut";
 
@@ -39,6 +46,23 @@ pub(crate) const TOOLS_SEPARATOR: char = '\0';
 pub(crate) fn restore(v: &mut Value) {
     restore_tools(v);
     crate::text_content::restore(v);
+    unescape_own(v);
+}
+
+/// Takes the NUL off the names of the server's members that start with
+/// [`OWN_PREFIX`] (see there), keeping their order.
+fn unescape_own(v: &mut Value) {
+    let Some(obj) = v.as_object_mut() else { return };
+    if !obj.keys().any(|k| k.starts_with(OWN_PREFIX)) {
+        return;
+    }
+    let members = std::mem::take(obj);
+    for (mut k, v) in members {
+        if k.starts_with(OWN_PREFIX) && k.ends_with('\0') {
+            k.pop();
+        }
+        obj.insert(k, v);
+    }
 }
 
 /// Parses back a `tools` array kept as text ([`TOOLS_RAW`]), so that a
@@ -225,9 +249,8 @@ impl<'de> Visitor<'de> for Build {
                 if std::mem::take(&mut compacted) {
                     crate::text_content::restore_in(&mut out);
                 }
-                let free = |k| crate::json::map_member(&out, k).is_none();
                 match content {
-                    Content::Text(text) if free("content") && free(TEXT_ONLY) => {
+                    Content::Text(text) if crate::json::map_member(&out, "content").is_none() => {
                         out.insert(TEXT_ONLY.to_owned(), Value::String(text));
                         compacted = true;
                         continue;
@@ -235,14 +258,13 @@ impl<'de> Visitor<'de> for Build {
                     other => other.into_content_value(),
                 }
             } else {
-                if key == crate::text_content::TEXT_ONLY && std::mem::take(&mut compacted) {
-                    // The server's own member of that name: ours goes back
-                    // to being `content` first.
-                    crate::text_content::restore_in(&mut out);
-                }
                 map.next_value::<Value>()?
             };
-            out.insert(key.into_owned(), v);
+            let mut key = key.into_owned();
+            if self.top && key.starts_with(OWN_PREFIX) {
+                key.push('\0');
+            }
+            out.insert(key, v);
         }
         Ok(Value::Object(out))
     }

@@ -15,10 +15,10 @@
 //! sent, member order included; `tools/call` takes the text without it
 //! (`result::extract_call_result_owned`).
 //!
-//! The member name is the client's own (reverse DNS, as `_meta` keys are).
-//! A server that sends a member of that name beside its `content` gets
-//! both back as sent; one that sends it instead of `content` confuses only
-//! its own result, which is then read as if it had that text block.
+//! The member name is the client's own (`jsonrpc_cap::OWN_PREFIX`): a
+//! server's member of that name is kept under another name while the
+//! result is compact and gets its name back with the rest, so it cannot
+//! pass for the reader's.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -58,18 +58,12 @@ pub(crate) fn restore(v: &mut Value) {
     }
 }
 
-/// [`restore`] on the members of a result. The member is the reader's only
-/// when the result has no `content` (the reader never leaves both).
+/// [`restore`] on the members of a result.
 pub(crate) fn restore_in(obj: &mut Map<String, Value>) {
     // Looked for without hashing: a result has a few members.
     let Some(at) = obj.keys().position(|k| k == TEXT_ONLY) else {
         return;
     };
-    if !matches!(obj.get(TEXT_ONLY), Some(Value::String(_)))
-        || crate::json::map_member(obj, "content").is_some()
-    {
-        return;
-    }
     if let Some(Value::String(text)) = obj.shift_remove(TEXT_ONLY) {
         obj.shift_insert(at, "content".to_owned(), block(text));
     }
@@ -369,6 +363,10 @@ mod tests {
             r#"{"content":[{"type":"text","text":"s"}],"structuredContent":{"content":[{"type":"text","text":"nested"}]}}"#,
             r#"{ "content" : [ { "type" : "text" , "text" : "spaced" } ] }"#,
             r#"{"tools":[],"content":[{"type":"text","text":"x"}],"more":[1]}"#,
+            // The server's own members named as the reader's are kept.
+            r#"{"content":[{"type":"text","text":"mine"}],"io.github.skald-mcp/textContent":"x"}"#,
+            r#"{"io.github.skald-mcp/textContent":"x","content":[{"type":"text","text":"mine"}]}"#,
+            r#"{"io.github.skald-mcp/toolsRaw":true,"tools":"a","content":[{"type":"text","text":"t"}],"io.github.skald-mcp/other\u0000":1}"#,
         ];
         let general = [
             r#"{"content":[{"text":"hi","type":"text"}]}"#,
@@ -395,8 +393,9 @@ mod tests {
             r#"{"content":[{"type":"text","text":"first"}],"x":1,"content":"last"}"#,
             r#"{"content":"first","content":[{"type":"text","text":"last"}]}"#,
             r#"[{"content":[{"type":"text","text":"not the result object"}]}]"#,
-            r#"{"content":[{"type":"text","text":"mine"}],"io.github.skald-mcp/textContent":"x"}"#,
-            r#"{"io.github.skald-mcp/textContent":"x","content":[{"type":"text","text":"mine"}]}"#,
+            r#"{"io.github.skald-mcp/textContent":"x"}"#,
+            r#"{"io.github.skald-mcp/toolsRaw":true,"tools":"{}"}"#,
+            r#"{"io.github.skald-mcp/toolsCut":true,"tools":[]}"#,
         ];
         for (result, is_compact) in compact
             .iter()
@@ -462,5 +461,143 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod generated {
+    use super::*;
+    use crate::jsonrpc::Incoming;
+
+    /// A small deterministic generator (xorshift64*): the same cases on
+    /// every run, no dependency.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        /// A name or string, often one the reader looks for.
+        fn word(&mut self) -> String {
+            const WORDS: [&str; 9] = [
+                "content",
+                "type",
+                "text",
+                "isError",
+                "structuredContent",
+                TEXT_ONLY,
+                "t\\u0065xt",
+                "",
+                "x\\\"y",
+            ];
+            WORDS[self.below(WORDS.len() as u64) as usize].to_owned()
+        }
+        /// JSON text of a value, shaped like a result's parts.
+        fn value(&mut self, depth: u32) -> String {
+            let pick = if depth == 0 {
+                self.below(4)
+            } else {
+                self.below(8)
+            };
+            match pick {
+                0 => format!("\"{}\"", self.word()),
+                1 => {
+                    ["null", "true", "false", "0", "-1.5", "12"][self.below(6) as usize].to_owned()
+                }
+                2 => "\"text\"".to_owned(),
+                3 => format!("\"{}\"", "é".repeat(self.below(3) as usize)),
+                4 | 5 => {
+                    // A block, usually a text one.
+                    let mut members = vec![
+                        format!(
+                            "\"type\":{}",
+                            if self.below(4) == 0 {
+                                self.value(0)
+                            } else {
+                                "\"text\"".into()
+                            }
+                        ),
+                        format!("\"text\":{}", self.value(depth - 1)),
+                    ];
+                    if self.below(3) == 0 {
+                        members.push(format!("\"{}\":{}", self.word(), self.value(depth - 1)));
+                    }
+                    if self.below(4) == 0 {
+                        members.swap(0, 1);
+                    }
+                    format!("{{{}}}", members.join(","))
+                }
+                6 => {
+                    let n = self.below(3);
+                    let items: Vec<String> = (0..n).map(|_| self.value(depth - 1)).collect();
+                    format!("[{}]", items.join(","))
+                }
+                _ => {
+                    let n = self.below(4);
+                    let members: Vec<String> = (0..n)
+                        .map(|_| format!("\"{}\":{}", self.word(), self.value(depth - 1)))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }
+            }
+        }
+        /// A result object: members named as a result's are, often a
+        /// `content` of one block, sometimes repeated.
+        fn result(&mut self) -> String {
+            let n = 1 + self.below(4);
+            let members: Vec<String> = (0..n)
+                .map(|_| {
+                    let name = if self.below(2) == 0 {
+                        "content".to_owned()
+                    } else {
+                        self.word()
+                    };
+                    let value = match self.below(3) {
+                        0 => format!(r#"[{{"type":"text","text":"{}"}}]"#, self.word()),
+                        1 => format!("[{}]", self.value(2)),
+                        _ => self.value(2),
+                    };
+                    format!("\"{name}\":{value}")
+                })
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+    }
+
+    /// Thousands of generated results: the reader's compact form, restored,
+    /// is the value `serde_json` reads from the same text, member order
+    /// included; a frame the reader refuses is one `serde_json` refuses.
+    #[test]
+    fn generated_results_restore_to_what_was_sent() {
+        let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+        let mut compacted = 0;
+        for _ in 0..20_000 {
+            let result = g.result();
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+            let sent: Result<Value, _> = serde_json::from_str(&result);
+            let read = crate::jsonrpc::decode_plain_for_tests(frame.as_bytes());
+            let (sent, mut read) = match (sent, read) {
+                (Ok(sent), Ok(mut msgs)) => match msgs.pop() {
+                    Some(Incoming::Response { outcome: Ok(r), .. }) => (sent, r),
+                    other => panic!("{frame}: {other:?}"),
+                },
+                (Err(_), Err(_)) => continue,
+                (a, b) => panic!("{frame}: serde_json {a:?}, the reader {b:?}"),
+            };
+            let obj = read.as_object().unwrap();
+            if obj.contains_key(TEXT_ONLY) && !obj.contains_key("content") {
+                compacted += 1;
+            }
+            crate::jsonrpc_cap::restore(&mut read);
+            assert_eq!(read.to_string(), sent.to_string(), "{result}");
+        }
+        // The generator reaches the compact form, and not always.
+        assert!((1_000..19_000).contains(&compacted), "{compacted}");
     }
 }
