@@ -40,9 +40,10 @@ pub(crate) const TOOLS_RAW: &str = "io.github.skald-mcp/toolsRaw";
 /// The separator of the definitions in a [`TOOLS_RAW`] text.
 pub(crate) const TOOLS_SEPARATOR: char = '\0';
 
-/// Undoes both ways a result is kept other than as the server sent it (a
-/// `tools` array as text, [`TOOLS_RAW`], and a single text block as its
-/// text, [`crate::text_content`]), for a caller of `request`.
+/// Undoes every way the reader keeps a result other than as the server
+/// sent it (a `tools` array as text, [`TOOLS_RAW`]; a single text block as
+/// its text, [`crate::text_content`]; the server's own members named as
+/// the reader's, [`OWN_PREFIX`]), for a caller of `request`.
 pub(crate) fn restore(v: &mut Value) {
     restore_tools(v);
     crate::text_content::restore(v);

@@ -321,8 +321,7 @@ pub(crate) fn extract_call_result_owned(
             }
         }
         // The reader kept the one text block as its text (and then there
-        // is no `content` member, unless the server sent the reader's own
-        // member name, which the general path sorts out).
+        // is no `content` member).
         if let (true, None, Some(Value::String(text))) = (plain, &content, only_text) {
             let text = std::mem::take(text);
             return Ok(match structured {
