@@ -16,9 +16,8 @@
 //! (`result::extract_call_result_owned`).
 //!
 //! The member name is the client's own (`jsonrpc_cap::OWN_PREFIX`): a
-//! server's member of that name is kept under another name while the
-//! result is compact and gets its name back with the rest, so it cannot
-//! pass for the reader's.
+//! server's member of that name is kept under another name until the
+//! result is restored, so it cannot pass for the reader's.
 
 use std::borrow::Cow;
 use std::fmt;
