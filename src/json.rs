@@ -59,6 +59,53 @@ pub(crate) fn excerpt(v: &Value) -> String {
     }
 }
 
+/// The `visit_*` methods of a `serde` visitor for the scalars of JSON
+/// (booleans, numbers, null), each handing `$wrap(value)`: for the
+/// visitors that read results (`jsonrpc_cap`, `text_content`), whose leaves
+/// are plain values while their arrays and objects are read their own way.
+macro_rules! visit_scalars {
+    ($wrap:expr) => {
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::Bool(v)))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::from(v)))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::from(v)))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::from(v)))
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::Null))
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::Null))
+        }
+        fn visit_some<D: ::serde::de::Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    };
+}
+pub(crate) use visit_scalars;
+
+/// [`visit_scalars`]'s companion for strings, copied into owned values.
+macro_rules! visit_strings {
+    ($wrap:expr) => {
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::String(v.to_owned())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok($wrap(::serde_json::Value::String(v)))
+        }
+    };
+}
+pub(crate) use visit_strings;
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -86,33 +86,6 @@ fn other<'de, D: de::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     Value::deserialize(d)
 }
 
-/// One of the scalars a visitor is handed, as a value.
-macro_rules! scalars_as_values {
-    ($wrap:path) => {
-        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-            Ok($wrap(Value::Bool(v)))
-        }
-        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-            Ok($wrap(Value::from(v)))
-        }
-        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-            Ok($wrap(Value::from(v)))
-        }
-        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-            Ok($wrap(Value::from(v)))
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok($wrap(Value::Null))
-        }
-        fn visit_none<E>(self) -> Result<Self::Value, E> {
-            Ok($wrap(Value::Null))
-        }
-        fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_any(self)
-        }
-    };
-}
-
 struct ContentVisitor;
 
 impl<'de> Visitor<'de> for ContentVisitor {
@@ -121,13 +94,8 @@ impl<'de> Visitor<'de> for ContentVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    scalars_as_values!(Content::Other);
-    fn visit_str<E>(self, v: &str) -> Result<Content, E> {
-        Ok(Content::Other(Value::String(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Content, E> {
-        Ok(Content::Other(Value::String(v)))
-    }
+    crate::json::visit_scalars!(Content::Other);
+    crate::json::visit_strings!(Content::Other);
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Content, A::Error> {
         other(MapAccessDeserializer::new(map)).map(Content::Other)
     }
@@ -186,13 +154,8 @@ impl<'de> Visitor<'de> for ItemVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    scalars_as_values!(Content::Other);
-    fn visit_str<E>(self, v: &str) -> Result<Content, E> {
-        Ok(Content::Other(Value::String(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Content, E> {
-        Ok(Content::Other(Value::String(v)))
-    }
+    crate::json::visit_scalars!(Content::Other);
+    crate::json::visit_strings!(Content::Other);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
         other(SeqAccessDeserializer::new(seq)).map(Content::Other)
     }
@@ -309,7 +272,7 @@ impl<'de> Visitor<'de> for ScalarSeed {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    scalars_as_values!(Scalar::Other);
+    crate::json::visit_scalars!(Scalar::Other);
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
         Ok(Scalar::Str(Cow::Borrowed(v)))
     }
