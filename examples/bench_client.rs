@@ -18,7 +18,11 @@
 //! the reply into a `serde_json::Value`: what those steps cost here),
 //! `--in-flight 8,64` (restrict the throughput scenario), `--window-ms N`
 //! (how long each throughput figure is measured) and `--no-floor` (leave
-//! the floor out of the throughput scenario). Besides the table it prints
+//! the floor out of the throughput scenario); `--start50-floor VARIANT`
+//! (`plain`, `thread`, `helper`, `helper-thread`) measures only the
+//! 50-starts floor, as it is, with a thread created per start, or with the
+//! children started from a helper process (`spawn_helper`), and exits
+//! (`benches/start50_variants.sh` runs them). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects. `BENCH_CPU=1` also prints, for `start50`, the client's CPU
 //! time in the window by thread kind, and for `http`, the calling thread's
@@ -44,6 +48,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use skald_mcp::{ClientOptions, McpHttpServer, McpServer, McpServerClient, McpServerConfig};
 
+#[path = "bench_client/spawn_helper.rs"]
+mod spawn_helper;
+
 const SIZES: [(usize, &str); 3] = [(128, "128"), (64 * 1024, "64k"), (1024 * 1024, "1m")];
 const IN_FLIGHT: [usize; 3] = [1, 8, 64];
 
@@ -64,6 +71,9 @@ struct Args {
     window: Option<Duration>,
     /// `--no-floor`: leave the raw floor out of the throughput scenario.
     no_floor: bool,
+    /// `--start50-floor VARIANT`: only the 50-starts floor in that variant
+    /// (`spawn_helper`), printed as `@floor_<variant> start50_ms`.
+    start50_floor: Option<String>,
 }
 
 /// `--era modern`: every scenario in the 2026-07-28 era (the echo server in
@@ -147,6 +157,7 @@ fn parse_args() -> Args {
         in_flight: None,
         window: None,
         no_floor: false,
+        start50_floor: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
@@ -188,6 +199,9 @@ fn parse_args() -> Args {
                 ))
             }
             "--no-floor" => a.no_floor = true,
+            "--start50-floor" => {
+                a.start50_floor = Some(it.next().expect("--start50-floor VARIANT"))
+            }
             "--era" => match it.next().as_deref() {
                 Some("modern") => MODERN.store(true, Ordering::Relaxed),
                 Some("legacy") => {}
@@ -396,6 +410,20 @@ impl RawLines {
     }
 }
 
+/// The floor's `initialize` request.
+const HANDSHAKE_INITIALIZE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
+    "\n"
+);
+
+/// The floor's `notifications/initialized` and `tools/list`, written together.
+const HANDSHAKE_LIST: &str = concat!(
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#,
+    "\n"
+);
+
 /// The echo server driven over its pipes by hand.
 struct RawPipe {
     child: Child,
@@ -470,20 +498,9 @@ impl RawPipe {
     }
 
     fn handshake(&mut self) {
-        self.send(concat!(
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
-            "\n"
-        ).as_bytes());
+        self.send(HANDSHAKE_INITIALIZE.as_bytes());
         self.recv();
-        self.send(
-            concat!(
-                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-                "\n",
-                r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#,
-                "\n"
-            )
-            .as_bytes(),
-        );
+        self.send(HANDSHAKE_LIST.as_bytes());
         self.recv();
     }
 
@@ -825,6 +842,33 @@ fn process_cpu() -> Duration {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(r.ru_utime) + tv(r.ru_stime)
+}
+
+/// [`floor_start50`] (`plain`) or one of the variants of [`spawn_helper`]:
+/// `thread`, `helper` or `helper-thread`.
+fn floor_start50_variant(server: &str, variant: &str) -> Duration {
+    let thread = match variant {
+        "plain" => return floor_start50(server),
+        "thread" | "helper-thread" => true,
+        "helper" => false,
+        other => panic!("--start50-floor plain|thread|helper|helper-thread, not {other:?}"),
+    };
+    if variant.starts_with("helper") {
+        let helper = Arc::new(spawn_helper::start(server, era_args()));
+        parallel_starts(server, move |_, _| {
+            let mut p = helper.spawn();
+            let parked = thread.then(spawn_helper::parked_thread);
+            p.handshake();
+            (p, parked)
+        })
+    } else {
+        parallel_starts(server, |s, _| {
+            let mut p = RawPipe::spawn(s);
+            let parked = spawn_helper::parked_thread();
+            p.handshake();
+            (p, parked)
+        })
+    }
 }
 
 fn floor_start50(server: &str) -> Duration {
@@ -1315,6 +1359,11 @@ fn main() {
         std::path::Path::new(&server).exists(),
         "no echo server at {server}: build benches/echo-server first"
     );
+    if let Some(variant) = &args.start50_floor {
+        let d = floor_start50_variant(&server, variant);
+        println!("@floor_{variant} start50_ms {:.3}", d.as_secs_f64() * 1e3);
+        return;
+    }
     let mut t = Table::default();
 
     if args.wants("cold") {
