@@ -313,6 +313,23 @@ fn decode_enveloped_each(bytes: &[u8], f: &mut dyn FnMut(Incoming)) -> Result<()
     Ok(())
 }
 
+/// The call result of a response frame as `call_tool` gets it: the result
+/// as the reader hands it over (in its compact form where it has one),
+/// extracted without restoring it first. `None` when the frame is not one
+/// response with a result. For the fuzz target that compares it with the
+/// extraction from `serde_json`'s reading of the same result.
+#[cfg(feature = "fuzzing")]
+pub fn call_result_as_read(bytes: &[u8]) -> Option<Result<crate::McpCallResult, crate::McpError>> {
+    let mut msgs = Vec::new();
+    decode_plain_each(bytes, &mut |m| msgs.push(m)).ok()?;
+    match msgs.pop() {
+        Some(Incoming::Response { outcome: Ok(r), .. }) if msgs.is_empty() => {
+            Some(crate::result::extract_call_result_owned("fuzz", "tool", r))
+        }
+        _ => None,
+    }
+}
+
 /// The large-string path alone, with strings of at least `min` bytes
 /// taken out and the frame fed to the scanner in pieces of `step` bytes:
 /// `None` where that path is not taken or falls back. For the fuzz target
