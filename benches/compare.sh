@@ -19,6 +19,10 @@
 #                                      # (default ROUNDS): each round is a new
 #                                      # process, and where the scheduler first
 #                                      # puts its threads decides its figure
+#   START50_ROUNDS=15 ...              # rounds of the 50-parallel-starts
+#                                      # scenario alone (default 3 x ROUNDS): a
+#                                      # round takes seconds, and its figure
+#                                      # moves by a third with the minute
 #
 # Builds first, measures afterwards: nothing compiles while a figure is taken.
 set -euo pipefail
@@ -64,6 +68,9 @@ command -v taskset >/dev/null && PIN_OK=1
 TPUT_ROUNDS_SET=${TPUT_ROUNDS:+1}
 TPUT_ROUNDS=${TPUT_ROUNDS:-$ROUNDS}
 [[ -n "${QUICK:-}" ]] && TPUT_ROUNDS=1
+START50_ROUNDS_SET=${START50_ROUNDS:+1}
+START50_ROUNDS=${START50_ROUNDS:-$((3 * ROUNDS))}
+[[ -n "${QUICK:-}" && -z "$START50_ROUNDS_SET" ]] && START50_ROUNDS=1
 # Appends what a peer client prints to $2. In the modern era a peer that
 # cannot speak it (or fails) adds nothing and does not stop the run.
 peer() {
@@ -96,6 +103,7 @@ run_clients() {
 for scenario in cold seq pinned tput start50 rss100 kill http http_tput list10k era; do
   n=$ROUNDS
   [[ $scenario == tput ]] && n=$TPUT_ROUNDS
+  [[ $scenario == start50 ]] && n=$START50_ROUNDS
   for r in $(seq 1 "$n"); do
     echo "== $scenario, round $r/$n" >&2
     if [[ $scenario == pinned ]]; then
@@ -138,10 +146,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 uptime > "$RAW/uptime-after"
 
-CMD="${QUICK:+QUICK=1 }${ROUNDS_SET:+ROUNDS=$ROUNDS }${TPUT_ROUNDS_SET:+TPUT_ROUNDS=$TPUT_ROUNDS }bash benches/compare.sh"
-python3 - "$RAW" "$CMD" "${OUT_MD:-}" "$ROUNDS" "$TPUT_ROUNDS" <<'PY'
+CMD="${QUICK:+QUICK=1 }${ROUNDS_SET:+ROUNDS=$ROUNDS }${TPUT_ROUNDS_SET:+TPUT_ROUNDS=$TPUT_ROUNDS }${START50_ROUNDS_SET:+START50_ROUNDS=$START50_ROUNDS }bash benches/compare.sh"
+python3 - "$RAW" "$CMD" "${OUT_MD:-}" "$ROUNDS" "$TPUT_ROUNDS" "$START50_ROUNDS" <<'PY'
 import os, re, statistics, subprocess, sys
-raw, cmd, out_md, rounds, tput_rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+raw, cmd, out_md, rounds, tput_rounds, start50_rounds = sys.argv[1:7]
 samples = {}
 for f in ("ours", "rmcp", "blockon", "python", "ts"):
     for line in open(os.path.join(raw, f + ".txt")):
@@ -210,7 +218,8 @@ P(f"Machine: {nproc} cores, {cpu}; {rustc}")
 P(f"Load before: `{open(os.path.join(raw, 'uptime-before')).read().strip()}`")
 P(f"Load after:  `{open(os.path.join(raw, 'uptime-after')).read().strip()}`")
 P(f"Rounds: {rounds} (each scenario is run by every client in rotation, {rounds} times; each cell is the median)"
-  + (f"; the throughput scenario {tput_rounds}" if tput_rounds != rounds else ""))
+  + (f"; the throughput scenario {tput_rounds}" if tput_rounds != rounds else "")
+  + (f"; the 50 parallel starts {start50_rounds}" if start50_rounds != rounds else ""))
 P(f"Command: `{cmd}`")
 P("")
 P("| scenario | unit | " + " | ".join(c[1] for c in CLIENTS) + " | ours/rmcp | ours/block_on | ours/floor | ours/TS |")
@@ -377,6 +386,17 @@ for k in (8, 64):
         P(f"Throughput {k} in flight, round by round (skald-mcp ÷ rmcp block_on of the same rotation): "
           + ", ".join(f"{a:,.0f}/{b:,.0f} = {x:.2f}" for a, b, x in zip(ours_r, bo_r, per))
           + f"; {sum(x >= 2 for x in per)} of {len(per)} rounds at 2 × or more.")
+# The 50 starts: each round's figure moves with the minute, so the ratio
+# of the same rotation's runs (skald-mcp's and rmcp native's, seconds
+# apart) is steadier than the ratio of the two medians the target reads.
+ours_r = samples.get("ours", {}).get("start50_ms", [])
+rn_r = samples.get("rmcp", {}).get("start50_ms", [])
+if ours_r and len(ours_r) == len(rn_r):
+    per = [a / b for a, b in zip(ours_r, rn_r)]
+    P("")
+    P("50 servers started in parallel, round by round (skald-mcp ÷ rmcp native of the same rotation): "
+      + ", ".join(f"{x:.2f}" for x in per)
+      + f"; median {statistics.median(per):.3f}, {sum(x <= 1 for x in per)} of {len(per)} rounds at 1 or below.")
 if T1:
     P("")
     P("The same with every process on one core (not targets of the issue; the floor taken apart above shows why):")
