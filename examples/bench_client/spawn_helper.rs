@@ -136,17 +136,9 @@ unsafe fn helper_loop(
         libc::close(other);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         loop {
-            let mut byte = [0u8; 1];
-            let mut control = [0u64; 8];
-            let mut iov = libc::iovec {
-                iov_base: byte.as_mut_ptr().cast(),
-                iov_len: 1,
-            };
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&control) as _;
+            let mut buf = Message::default();
+            let mut iov = buf.iov();
+            let mut msg = buf.header(&mut iov, std::mem::size_of::<[u64; 8]>());
             if libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
                 libc::_exit(0);
             }
@@ -172,6 +164,36 @@ unsafe fn helper_loop(
             libc::close(args.stdout);
             libc::send(sock, (&pid as *const libc::c_int).cast(), 4, 0);
         }
+    }
+}
+
+/// The buffers of a one-byte message with room for a control message of
+/// a few descriptors, as the helper and its client exchange them.
+#[derive(Default)]
+struct Message {
+    byte: [u8; 1],
+    control: [u64; 8],
+}
+
+impl Message {
+    /// The one-byte payload's `iovec`.
+    fn iov(&mut self) -> libc::iovec {
+        libc::iovec {
+            iov_base: self.byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        }
+    }
+
+    /// A header over `iov` and the first `control_len` bytes of the
+    /// control buffer; valid while `self` and `iov` are.
+    fn header(&mut self, iov: &mut libc::iovec, control_len: usize) -> libc::msghdr {
+        // SAFETY: an all-zero msghdr is a valid value of that C struct.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = self.control.as_mut_ptr().cast();
+        msg.msg_controllen = control_len.min(std::mem::size_of_val(&self.control)) as _;
+        msg
     }
 }
 
@@ -217,17 +239,11 @@ impl Helper {
         // SAFETY: a message with one byte and one SCM_RIGHTS control
         // message of two descriptors, built in buffers on this stack.
         unsafe {
-            let mut control = [0u64; 8];
-            let mut byte = [0u8; 1];
-            let mut iov = libc::iovec {
-                iov_base: byte.as_mut_ptr().cast(),
-                iov_len: 1,
-            };
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = libc::CMSG_SPACE(8) as _;
+            let mut buf = Message::default();
+            let mut iov = buf.iov();
+            // Exactly one control message: the kernel reads all of
+            // `msg_controllen` as control messages.
+            let msg = buf.header(&mut iov, libc::CMSG_SPACE(8) as usize);
             let c = libc::CMSG_FIRSTHDR(&msg);
             (*c).cmsg_level = libc::SOL_SOCKET;
             (*c).cmsg_type = libc::SCM_RIGHTS;
