@@ -8,6 +8,12 @@
 #   bash benches/start50_variants.sh            # 30 rounds
 #   ROUNDS=10 bash benches/start50_variants.sh
 #
+# BASE=path/to/another/bench_client adds a column `base` (that build of
+# skald-mcp) and the ratio ours / base: an A/B of a library change.
+# OURS_ENV="VAR=value ..." sets variables for the `ours` runs only (with
+# BASE=target/release/examples/bench_client: an A/B of a setting).
+# VARIANTS="plain thread ..." picks the floor variants (default all four).
+#
 # Needs the release builds compare.sh makes (bench_client, echo-server and,
 # for the rmcp column, benches/peers' rmcp-bench).
 set -euo pipefail
@@ -18,11 +24,14 @@ client=target/release/examples/bench_client
 rmcp=benches/peers/target/release/rmcp-bench
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-names=(plain thread helper helper-thread ours)
+read -r -a names <<<"${VARIANTS:-plain thread helper helper-thread}"
+names+=(ours)
+[ -n "${BASE:-}" ] && names+=(base)
 [ -x "$rmcp" ] && names+=(rmcp)
 run() {
     case $1 in
-        ours) "$client" --server "$server" --era legacy --only start50 --no-floor | awk '/^@ours start50_ms/ {print $3}' ;;
+        ours) env ${OURS_ENV:-} "$client" --server "$server" --era legacy --only start50 --no-floor | awk '/^@ours start50_ms/ {print $3}' ;;
+        base) "$BASE" --server "$server" --era legacy --only start50 --no-floor | awk '/^@ours start50_ms/ {print $3}' ;;
         rmcp) "$rmcp" --server "$server" --mode native --era legacy --only start50 | awk '/^@rmcp start50_ms/ {print $3}' ;;
         *) "$client" --server "$server" --era legacy --start50-floor "$1" | awk '{print $3}' ;;
     esac
@@ -39,14 +48,15 @@ python3 - "$out" <<'PY'
 import statistics as st, sys
 rows = [dict(kv.split("=") for kv in l.split()[1:]) for l in open(sys.argv[1])]
 names = list(rows[0])
-order = [n for n in ["plain", "thread", "helper", "helper-thread", "ours", "rmcp"] if n in names]
+order = names
 print(f"{len(rows)} rounds, ms: median [q1, q3]")
 for n in order:
     v = sorted(float(r[n]) for r in rows)
     print(f"  {n:14} {st.median(v):7.1f} [{v[len(v)//4]:.1f}, {v[3*len(v)//4]:.1f}]")
 print("medians of the per-round ratios:")
-pairs = [("thread", "plain"), ("helper", "plain"), ("helper-thread", "thread"),
-         ("helper-thread", "helper"), ("ours", "plain"), ("ours", "rmcp"), ("rmcp", "plain")]
+pairs = [("thread", "plain"), ("thread-prestack", "plain"), ("thread-prestack", "thread"), ("helper", "plain"), ("helper-thread", "thread"),
+         ("helper-thread", "helper"), ("ours", "plain"), ("ours", "rmcp"), ("rmcp", "plain"),
+         ("base", "plain"), ("base", "rmcp"), ("ours", "base")]
 for a, b in pairs:
     if a in names and b in names:
         r = st.median(float(x[a]) / float(x[b]) for x in rows)
