@@ -309,11 +309,12 @@ fn proc_status(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// This process's threads named `skald-mcp-spawner` (the process-wide
-/// pool that starts stdio servers; `comm` keeps 15 bytes of a name).
-fn spawner_threads() -> u64 {
+/// This process's `skald-mcp-fds` thread, while it runs: the one-off
+/// thread the first stdio start begins to grow the file table, not a
+/// per-server thread.
+fn fd_threads() -> u64 {
     threads_by_kind()
-        .get("skald-mcp-spawn")
+        .get("skald-mcp-fds")
         .map_or(0, |&(_, n)| u64::from(n))
 }
 
@@ -761,17 +762,22 @@ fn parallel_starts<C: Send + 'static>(
     let hs: Vec<_> = (0..50)
         .map(|i| {
             let (b, s, start) = (Arc::clone(&barrier), server.to_owned(), Arc::clone(&start));
-            thread::spawn(move || {
-                b.wait();
-                let t0 = Instant::now();
-                let c = start(&s, i);
-                let t1 = Instant::now();
-                b.wait();
-                // Held until the main thread has read the CPU times.
-                b.wait();
-                drop(c);
-                (t0, t1)
-            })
+            // Named, so that `BENCH_CPU` and `perf --comm` tell the
+            // starters from the main thread.
+            let starter = thread::Builder::new().name(format!("starter{i}"));
+            starter
+                .spawn(move || {
+                    b.wait();
+                    let t0 = Instant::now();
+                    let c = start(&s, i);
+                    let t1 = Instant::now();
+                    b.wait();
+                    // Held until the main thread has read the CPU times.
+                    b.wait();
+                    drop(c);
+                    (t0, t1)
+                })
+                .expect("a starter thread")
         })
         .collect();
     // `BENCH_CPU=1`: where the client's CPU time in the window went.
@@ -1186,13 +1192,11 @@ fn ours_start50(server: &str) -> Duration {
 
 /// Runs in a fresh process: 100 connected servers, one call each.
 fn child_rss100(server: &str) {
-    // One server first, closed at once: it starts the process-wide thread
-    // (`skald-mcp-spawner`), which is not a per-server thread. The
-    // spawners are not counted per server either: the pool may grow by one
-    // while the first is busy (it grows the file table after its first
-    // start).
+    // One server first, closed at once: it starts the one-off thread that
+    // grows the file table (`skald-mcp-fds`), which is not a per-server
+    // thread and is not counted while it runs.
     drop(connect(server, "warm"));
-    let threads_before = proc_status("Threads:") - spawner_threads();
+    let threads_before = proc_status("Threads:") - fd_threads();
     let servers: Vec<McpServer> = (0..100)
         .map(|i| connect(server, &format!("s{i}")))
         .collect();
@@ -1201,7 +1205,7 @@ fn child_rss100(server: &str) {
     }
     let hwm = proc_status("VmHWM:");
     let threads = proc_status("Threads:");
-    let per_server = threads - spawner_threads();
+    let per_server = threads - fd_threads();
     println!(
         "rss100 {} {} {}",
         hwm as f64 / 1024.0,

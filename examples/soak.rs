@@ -78,16 +78,16 @@ impl Rng {
     }
 }
 
-/// Threads of this process, not counting the library's process-wide
-/// `skald-mcp-spawner` (started with the first server, by design never
-/// ended; "skald-mcp-spawn" after the kernel's 15-byte cut).
+/// Threads of this process, not counting the library's one-off
+/// `skald-mcp-fds` (started with the first server; it grows the file table
+/// and ends, possibly after the soak's first count).
 fn task_count() -> usize {
     std::fs::read_dir("/proc/self/task")
         .map(|d| {
             d.flatten()
                 .filter(|e| {
                     std::fs::read_to_string(e.path().join("comm"))
-                        .map_or(true, |n| n.trim() != "skald-mcp-spawn")
+                        .map_or(true, |n| n.trim() != "skald-mcp-fds")
                 })
                 .count()
         })

@@ -174,8 +174,9 @@ pub const TASK_POLL_MAX: Duration = Duration::from_secs(30);
 /// How long a task is polled when the server gives it no `ttl`.
 pub const TASK_POLL_DEADLINE: Duration = Duration::from_secs(60 * 60);
 
-/// Stack size of the process-wide `skald-mcp-spawner` threads, which only
-/// start children. Kept small: they live as long as the process.
+/// Stack size of the library's small helper threads that run no code of
+/// the user's and parse nothing (the one-off `skald-mcp-fds`, which grows
+/// the file table: [`FD_TABLE_RESERVE`]).
 pub const IO_THREAD_STACK: usize = 128 * 1024;
 
 /// Stack size of the threads that run code the library does not control or
@@ -288,12 +289,11 @@ pub const HTTP_MAX_REDIRECTS: u32 = 5;
 /// parse JSON and may run a TLS handshake.
 pub const HTTP_THREAD_STACK: usize = 1024 * 1024;
 
-/// Most process-wide threads that start stdio servers (`skald-mcp-spawner`).
-/// They never exit, so that the kernel's parent-death signal of every child
-/// stays armed (see `stdio`), and are started on demand: one more whenever
-/// a start finds none idle, so a program that starts its servers one at a
-/// time has one. Starts beyond this many at once wait for a free one. Each
-/// costs a small stack ([`IO_THREAD_STACK`]).
+/// Most process-wide threads that started stdio servers
+/// (`skald-mcp-spawner`). No longer used: each server's child is started
+/// by its own I/O thread, which lives as long as the connection (so the
+/// kernel's parent-death signal stays armed) and needs no pool.
+#[deprecated(note = "stdio children are started by their own I/O thread; there is no spawner pool")]
 pub const SPAWNER_THREADS: usize = 32;
 
 /// Shortest string value (bytes, without escapes) that a received frame has
@@ -303,17 +303,16 @@ pub const SPAWNER_THREADS: usize = 32;
 /// Frames shorter than this are parsed directly.
 pub const LARGE_STRING_MIN: usize = 64 * 1024;
 
-/// Descriptor slots the process's file table is grown to, once, by the
-/// first spawner after its first start (Linux; capped by `RLIMIT_NOFILE`).
+/// Descriptor slots the process's file table is grown to, once, by a
+/// short-lived thread (`skald-mcp-fds`) that the first stdio start begins
+/// once its child runs (Linux; capped by `RLIMIT_NOFILE`).
 /// A process whose threads share one file table waits for an RCU grace
 /// period each time the kernel doubles it (64 → 128 → 256 → …), and every
 /// thread that needs a descriptor past the old size waits with it: fifty
 /// servers started at once (six to eight descriptors each) crossed three
 /// doublings, each a stall of 10-20 ms on a busy two-core machine. One
-/// growth, while the spawner is otherwise idle, pays one grace period
-/// instead, off the first caller's path (a start meanwhile finds that
-/// spawner busy and gets a second one, which then stays, as spawners do).
-/// The table takes 8 bytes a slot.
+/// growth, on a thread of its own, pays one grace period instead, off
+/// every server's path. The table takes 8 bytes a slot.
 pub const FD_TABLE_RESERVE: usize = 1024;
 
 /// The capacity asked for a stdio server's stdout pipe (Linux's default is

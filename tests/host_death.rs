@@ -95,8 +95,7 @@ fn host_child() {
         return;
     }
     // Connected from threads that end at once: the servers must outlive
-    // them. Started all at once, so that more than one process-wide spawner
-    // thread starts them (the pool grows when none is idle).
+    // them. Started all at once, as a manager starts its servers.
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(PARALLEL_SERVERS));
     let starters: Vec<_> = (0..PARALLEL_SERVERS)
         .map(|i| {
@@ -117,18 +116,24 @@ fn host_child() {
     for s in &servers {
         assert!(s.call_tool("echo", json!({"text": "x"})).is_ok());
     }
-    // The spawner pool grew on demand and within its cap.
-    let spawners = std::fs::read_dir("/proc/self/task")
+    // Each child was started by its server's own I/O thread, which lives as
+    // long as the connection: no process-wide spawner thread, and one I/O
+    // thread per server ("mcp-stubborn3-io", cut by `comm` to 15 bytes).
+    let names: Vec<String> = std::fs::read_dir("/proc/self/task")
         .unwrap()
         .flatten()
         .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
-        .filter(|n| n.trim() == "skald-mcp-spawn")
-        .count();
+        .map(|n| n.trim().to_owned())
+        .collect();
     assert!(
-        (1..=skald_mcp::limits::SPAWNER_THREADS.min(PARALLEL_SERVERS)).contains(&spawners),
-        "{spawners} spawner threads"
+        !names.iter().any(|n| n.starts_with("skald-mcp-spawn")),
+        "a spawner thread: {names:?}"
     );
-    eprintln!("{spawners} spawner threads started {PARALLEL_SERVERS} servers");
+    let io = names
+        .iter()
+        .filter(|n| n.starts_with("mcp-stubborn"))
+        .count();
+    assert_eq!(io, PARALLEL_SERVERS, "I/O threads: {names:?}");
     let pids: Vec<String> = servers.iter().map(|s| s.pid().to_string()).collect();
     println!("PID {}", pids.join(" "));
     // Wait to be killed (bounded, in case the parent is gone).
@@ -192,4 +197,29 @@ fn a_sigkilled_host_takes_its_servers_with_it() {
         "servers gone {:?} after the host was killed",
         started.elapsed()
     );
+}
+
+/// A server that closes its stdout and stderr but stays alive can no longer
+/// be talked to: its I/O thread ends, and since that thread started it, the
+/// kernel kills it (`PR_SET_PDEATHSIG`) rather than it lingering until the
+/// client is dropped. The client still reaps it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_that_closes_its_pipes_dies_with_its_io_thread() {
+    let cfg =
+        skald_mcp::McpServerConfig::stdio("mute", "sh", ["-c", "exec >&- 2>&-; exec sleep 120"]);
+    let server = skald_mcp::McpServer::spawn(&cfg, test_options()).unwrap();
+    let pid = server.pid();
+    let gone = eventually(Duration::from_secs(20), || !alive(pid));
+    if !gone {
+        // SAFETY: our own child, still unreaped (the server holds it).
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(gone, "server {pid} outlived its I/O thread");
+    assert!(
+        server.call_tool("x", json!({})).is_err(),
+        "a call to a dead server fails"
+    );
+    drop(server);
+    assert_eq!(proc_state(pid), None, "server {pid} not reaped");
 }

@@ -1,7 +1,8 @@
 //! The stdio transport: a child process speaking newline-delimited JSON-RPC.
 //!
-//! Each server gets exactly one thread, `mcp-<name>-io`, which waits with
-//! one `poll` on everything the server can do:
+//! Each server gets exactly one thread, `mcp-<name>-io`, which starts the
+//! child (see below) and then waits with one `poll` on everything the
+//! server can do:
 //!
 //! * stdout: read line by line (bounded by
 //!   [`ClientOptions::max_message_size`]), every message that no caller
@@ -23,6 +24,19 @@
 //! create fifty threads, not a hundred and fifty, and a hundred idle
 //! servers hold a hundred stacks (measured in BENCHMARKS.md).
 //!
+//! The I/O thread starts the child because on Linux every child asks the
+//! kernel for `SIGKILL` when its parent dies (`PR_SET_PDEATHSIG`), so that
+//! a host that is itself SIGKILLed does not leave its servers behind, and
+//! the kernel sends that signal when the *thread* that created the child
+//! exits, not the process. The caller's thread may be short-lived (the
+//! manager connects from threads of its own); the I/O thread ends only
+//! after the connection, once the child is dead or has closed every pipe
+//! to us. Only the direct child is covered: grandchildren in its group are
+//! killed by `close()`/`Drop`, not by the kernel. (A pool of process-wide
+//! spawner threads that never exit used to start every child: with fifty
+//! servers starting at once it cost a hand-off each way per start and up
+//! to 32 more threads created in the burst; measured in BENCHMARKS.md.)
+//!
 //! The child runs in its own process group, so a terminal's Ctrl+C does not
 //! reach it, and so that closing or dropping the client can kill the whole
 //! group (grandchildren of `npx`/`uvx`-style wrappers included) and reap the
@@ -36,6 +50,7 @@
 //! file / `EPIPE` on its inherited copies.
 
 use std::io;
+use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -248,145 +263,43 @@ fn group_has_live_member(pgid: u32) -> bool {
     })
 }
 
-/// Where children are started (see `spawn.rs` for how). On Linux every
-/// child asks the kernel for `SIGKILL` when its parent dies
-/// (`PR_SET_PDEATHSIG`), so a host that is itself SIGKILLed does not leave
-/// its servers behind. The kernel sends that signal when the *thread* that
-/// created the child exits, not the process, so children are created by
-/// process-wide threads that never exit (`skald-mcp-spawner`) rather than
-/// by the caller's thread, which may be short-lived (the manager connects
-/// from threads of its own). Only the direct child is covered:
-/// grandchildren in its group are killed by `close()`/`Drop`, not by the
-/// kernel.
-///
-/// The pool grows on demand, up to
-/// [`SPAWNER_THREADS`](crate::limits::SPAWNER_THREADS): a start that finds
-/// no spawner idle starts another. A spawner is busy from `clone` until its
-/// child has `exec`'d, which under load is a millisecond or more (the child
-/// must be scheduled first); fifty servers started at once behind a few
-/// spawners queued for that long each, and a pool created whole on the
-/// first start made that first caller wait for every thread of it. A
-/// program that starts its servers one at a time keeps one spawner.
-///
-/// The first spawner, once its first child is started, grows the process's
-/// file table to [`FD_TABLE_RESERVE`](crate::limits::FD_TABLE_RESERVE)
-/// slots: each growth the kernel makes on demand stalls every thread that
-/// needs a descriptor for an RCU grace period (10-20 ms each, three of them,
-/// when fifty servers started at once on two busy cores).
-mod spawner {
-    use std::io;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::OnceLock;
-
-    use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
-
-    use super::spawn::{self, Spawned, Spec};
-
-    struct Request {
-        spec: Spec,
-        reply: Sender<io::Result<Spawned>>,
+/// Grows the process's file table once, to
+/// [`FD_TABLE_RESERVE`](crate::limits::FD_TABLE_RESERVE) slots, on a
+/// short-lived thread of its own started by the first server's start: each
+/// growth the kernel makes on demand stalls every thread that needs a
+/// descriptor for an RCU grace period (10-20 ms each, three of them, when
+/// fifty servers started at once on two busy cores), and one growth made
+/// off every server's path pays one grace period instead.
+fn reserve_fd_table_once() {
+    static RESERVED: AtomicBool = AtomicBool::new(false);
+    if !cfg!(target_os = "linux") || RESERVED.swap(true, Ordering::AcqRel) {
+        return;
     }
-
-    /// The spawners' shared queue and how many of them there are.
-    struct Pool {
-        tx: Sender<Request>,
-        rx: Receiver<Request>,
-        /// Spawner threads started or being started: the cap counts these.
-        threads: AtomicUsize,
-        /// Spawner threads running (they never exit): a request queued while
-        /// one runs is served.
-        live: AtomicUsize,
-        /// Spawners waiting for a request.
-        idle: AtomicUsize,
-        /// Whether a spawner has grown the file table
-        /// ([`FD_TABLE_RESERVE`](crate::limits::FD_TABLE_RESERVE)).
-        reserved: AtomicBool,
+    let grow = || spawn::reserve_fd_table(crate::limits::FD_TABLE_RESERVE);
+    // Without a thread, the table grows on demand, as it would anyway.
+    if let Ok(t) =
+        crate::threads::spawn("skald-mcp-fds".into(), crate::limits::IO_THREAD_STACK, grow)
+    {
+        // Detached: it ends by itself once the table has grown.
+        drop(t);
     }
+}
 
-    static POOL: OnceLock<Pool> = OnceLock::new();
+/// What the I/O thread hands the caller once the child runs: the host's
+/// ends of its pipes, which the caller makes into the connection.
+struct Started {
+    pid: u32,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+}
 
-    impl Pool {
-        /// Starts one more spawner when none is idle and the cap allows.
-        /// Returns whether a running spawner will serve a queued request
-        /// (`false` only when none could ever be started).
-        fn grow_if_busy(&'static self) -> bool {
-            let max = crate::limits::SPAWNER_THREADS.max(1);
-            if self.idle.load(Ordering::Acquire) > 0 {
-                return true;
-            }
-            // Reserve a slot first, so racing callers do not pass the cap.
-            let n = self.threads.fetch_add(1, Ordering::AcqRel);
-            if n >= max {
-                self.threads.fetch_sub(1, Ordering::AcqRel);
-                // The slots may all be starts still under way (which could
-                // fail): queue only behind a spawner that runs.
-                return self.live.load(Ordering::Acquire) > 0;
-            }
-            let started = crate::threads::spawn(
-                "skald-mcp-spawner".into(),
-                crate::limits::IO_THREAD_STACK,
-                move || self.serve(),
-            );
-            match started {
-                Ok(handle) => {
-                    // Never joined: the thread lives as long as the process.
-                    drop(handle);
-                    self.live.fetch_add(1, Ordering::AcqRel);
-                    true
-                }
-                Err(e) => {
-                    log::warn!("could not start a spawner thread: {e}");
-                    self.threads.fetch_sub(1, Ordering::AcqRel);
-                    self.live.load(Ordering::Acquire) > 0
-                }
-            }
-        }
-
-        /// A spawner's loop. It never returns: `self` is a static whose
-        /// sender is never dropped.
-        fn serve(&self) {
-            loop {
-                self.idle.fetch_add(1, Ordering::AcqRel);
-                let req = self.rx.recv();
-                self.idle.fetch_sub(1, Ordering::AcqRel);
-                let Ok(req) = req else { return };
-                let _ = req.reply.send(spawn::spawn(&req.spec));
-                // After the reply, so the first start does not wait for it.
-                if !self.reserved.swap(true, Ordering::AcqRel) {
-                    spawn::reserve_fd_table(crate::limits::FD_TABLE_RESERVE);
-                }
-            }
-        }
-    }
-
-    pub(super) fn spawn(spec: Spec) -> io::Result<Spawned> {
-        if !cfg!(target_os = "linux") {
-            return spawn::spawn(&spec);
-        }
-        let pool = POOL.get_or_init(|| {
-            let (tx, rx) = unbounded::<Request>();
-            Pool {
-                tx,
-                rx,
-                threads: AtomicUsize::new(0),
-                live: AtomicUsize::new(0),
-                idle: AtomicUsize::new(0),
-                reserved: AtomicBool::new(false),
-            }
-        });
-        if !pool.grow_if_busy() {
-            // No spawner thread runs: the caller's thread starts the child
-            // (its death signal then follows that thread).
-            return spawn::spawn(&spec);
-        }
-        let (reply, answer) = bounded(1);
-        if let Err(e) = pool.tx.send(Request { spec, reply }) {
-            return spawn::spawn(&e.into_inner().spec);
-        }
-        answer
-            .recv()
-            .unwrap_or_else(|_| Err(io::Error::other("the spawner thread is gone")))
-    }
+/// What the caller hands the I/O thread back: the connection to serve.
+struct Serve {
+    peer: Arc<Peer>,
+    stdin: Arc<StdinShared>,
+    stdout: Arc<StdoutShared>,
+    stderr: StderrReader,
 }
 
 impl McpServer {
@@ -446,34 +359,103 @@ impl McpServer {
             command: command.clone(),
             source,
         })?);
-        let spawned = spawner::spawn(spec).map_err(|source| McpError::Spawn {
+        let spawn_error = |source| McpError::Spawn {
             server: name.clone(),
             command: command.clone(),
             source,
-        })?;
-        let Spawned {
-            proc: child,
-            stdin,
-            stdout,
-            stderr,
-        } = spawned;
-        let pid = child.id();
-        let child = Arc::new(Mutex::new(Some(child)));
+        };
+        let prepared = spawn::prepare(&spec).map_err(spawn_error)?;
+        let child: Arc<Mutex<Option<Proc>>> = Arc::new(Mutex::new(None));
+        let closing = Arc::new(AtomicBool::new(false));
+        let (reader_done_tx, reader_done) = bounded::<()>(0);
+        let (all_done_tx, all_done) = bounded::<()>(0);
+        let (started_tx, started_rx) = bounded::<io::Result<Started>>(1);
+        let (serve_tx, serve_rx) = bounded::<Serve>(1);
 
-        let shared = StdinShared::new(stdin, options.write_queue_capacity).and_then(|i| {
-            let o = StdoutShared::new(stdout, pid, Arc::clone(&stop))?;
-            let e = StderrReader::new(stderr)?;
-            Ok((i, o, e))
+        // The I/O thread starts the child itself: the kernel's death signal
+        // (`PR_SET_PDEATHSIG`) follows the thread that started a child, and
+        // this thread lives exactly as long as the connection, whereas the
+        // caller's may end at once (the manager connects from threads of
+        // its own). No other thread is created or woken for the start.
+        let io_thread = {
+            let c = Arc::clone(&child);
+            let cl = Arc::clone(&closing);
+            let st = Arc::clone(&stop);
+            crate::threads::spawn(format!("mcp-{name}-io"), READER_THREAD_STACK, move || {
+                let Spawned {
+                    proc,
+                    stdin,
+                    stdout,
+                    stderr,
+                } = match prepared.start() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = started_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let pid = proc.id();
+                *c.lock() = Some(proc);
+                let handed = started_tx.send(Ok(Started {
+                    pid,
+                    stdin,
+                    stdout,
+                    stderr,
+                }));
+                reserve_fd_table_once();
+                let serve = handed.ok().and_then(|()| serve_rx.recv().ok());
+                let Some(Serve {
+                    peer,
+                    stdin,
+                    stdout,
+                    stderr,
+                }) = serve
+                else {
+                    // The caller gave up (it could not build the connection).
+                    kill_and_reap(pid, &c);
+                    return;
+                };
+                let mut aux = Aux {
+                    stdin: &stdin,
+                    stderr,
+                    tail: &tail,
+                };
+                reader_loop(&stdout, &peer, &c, &cl, pid, &mut aux);
+                drop(reader_done_tx);
+                // Nothing will read the replies of what is still queued.
+                stdin.abandon();
+                aux.drain_stderr_to_end(&peer, &st);
+                drop(all_done_tx);
+            })
+            .map_err(spawn_error)?
+        };
+        let started = started_rx.recv().unwrap_or_else(|_| {
+            Err(io::Error::other(
+                "the I/O thread ended before the server started",
+            ))
         });
-        let (stdin, stdout, stderr) = match shared {
-            Ok((i, o, e)) => (Arc::new(i), Arc::new(o), e),
-            Err(source) => {
-                kill_and_reap(pid, &child);
-                return Err(McpError::Spawn {
-                    server: name,
-                    command,
-                    source,
+        let started = started.and_then(
+            |Started {
+                 pid,
+                 stdin,
+                 stdout,
+                 stderr,
+             }| {
+                let wrapped = StdinShared::new(stdin, options.write_queue_capacity).and_then(|i| {
+                    let o = StdoutShared::new(stdout, pid, Arc::clone(&stop))?;
+                    let e = StderrReader::new(stderr)?;
+                    Ok((Arc::new(i), Arc::new(o), e))
                 });
+                wrapped.map(|w| (pid, w))
+            },
+        );
+        let (pid, (stdin, stdout, stderr)) = match started {
+            Ok(s) => s,
+            Err(source) => {
+                // The thread kills and reaps a child it started, and ends.
+                drop(serve_tx);
+                let _ = io_thread.join();
+                return Err(spawn_error(source));
             }
         };
         let caps = client_capabilities(&options, true);
@@ -488,43 +470,13 @@ impl McpServer {
             Some(era_key),
         );
         stdout.attach(&peer);
-        let stdout_keep = Arc::clone(&stdout);
-        let closing = Arc::new(AtomicBool::new(false));
-        let (reader_done_tx, reader_done) = bounded::<()>(0);
-        let (all_done_tx, all_done) = bounded::<()>(0);
-
-        let io_thread = {
-            let p = Arc::clone(&peer);
-            let c = Arc::clone(&child);
-            let cl = Arc::clone(&closing);
-            let st = Arc::clone(&stop);
-            let si = Arc::clone(&stdin);
-            crate::threads::spawn(format!("mcp-{name}-io"), READER_THREAD_STACK, move || {
-                let mut aux = Aux {
-                    stdin: &si,
-                    stderr,
-                    tail: &tail,
-                };
-                reader_loop(&stdout, &p, &c, &cl, pid, &mut aux);
-                drop(reader_done_tx);
-                // Nothing will read the replies of what is still queued.
-                si.abandon();
-                aux.drain_stderr_to_end(&p, &st);
-                drop(all_done_tx);
-            })
-        };
-        let io_thread = match io_thread {
-            Ok(t) => t,
-            Err(source) => {
-                kill_and_reap(pid, &child);
-                stop.fire();
-                return Err(McpError::Spawn {
-                    server: name,
-                    command,
-                    source,
-                });
-            }
-        };
+        // The thread waits for it; it ends only after the close.
+        let _ = serve_tx.send(Serve {
+            peer: Arc::clone(&peer),
+            stdin: Arc::clone(&stdin),
+            stdout: Arc::clone(&stdout),
+            stderr,
+        });
         Ok(McpServer {
             peer,
             stdin,
@@ -535,7 +487,7 @@ impl McpServer {
             all_done,
             closing,
             stop,
-            stdout: stdout_keep,
+            stdout,
             close_lock: parking_lot::Mutex::new(()),
         })
     }
@@ -672,21 +624,14 @@ mod tests {
         assert_send_sync::<McpServer>();
     }
 
-    /// The first start through the spawners grows the file table
-    /// (`FD_TABLE_RESERVE`), after its reply: seen within a deadline.
+    /// The first start grows the file table (`FD_TABLE_RESERVE`), off the
+    /// caller's path: seen within a deadline.
     #[cfg(target_os = "linux")]
     #[test]
-    fn the_spawners_grow_the_file_table_once() {
+    fn the_first_start_grows_the_file_table_once() {
         use spawn::tests::{fd_table_size, nofile_limit};
-        let s = Spec {
-            program: "sh".into(),
-            args: vec!["-c".into(), "exit 0".into()],
-            env: Default::default(),
-            base: EnvBase::Allow(vec!["PATH".into()]),
-            cwd: None,
-        };
-        let mut child = spawner::spawn(s).expect("sh starts").proc;
-        assert!(child.wait().unwrap().success());
+        let cfg = McpServerConfig::stdio("fds", "sh", ["-c", "exec cat"]);
+        let server = McpServer::spawn(&cfg, ClientOptions::default()).expect("sh starts");
         let want = crate::limits::FD_TABLE_RESERVE.min(nofile_limit());
         let deadline = Instant::now() + Duration::from_secs(10);
         while fd_table_size() < want {
@@ -697,5 +642,6 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(1));
         }
+        drop(server);
     }
 }
