@@ -278,3 +278,33 @@ fn concurrent_closes_both_return_after_the_group_is_dead() {
         );
     }
 }
+
+/// A start whose `exec` fails (the program does not exist) is a typed
+/// error naming the command, and leaves neither a thread (the I/O thread
+/// that tried the start is joined) nor a process behind.
+#[test]
+fn a_failed_start_leaves_no_thread_behind() {
+    let cfg = skald_mcp::McpServerConfig::stdio("failing", "/nonexistent/skald-mcp-x", ["a"]);
+    for _ in 0..3 {
+        match McpServer::spawn(&cfg, test_options()) {
+            Err(skald_mcp::McpError::Spawn {
+                server,
+                command,
+                source,
+            }) => {
+                assert_eq!(server, "failing");
+                assert_eq!(command, "/nonexistent/skald-mcp-x");
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{source}");
+            }
+            other => panic!("expected a spawn error, got {other:?}"),
+        }
+    }
+    // Joined before spawn returned; the kernel drops a joined thread from
+    // /proc/self/task a moment later.
+    let mut left = threads_named("failing");
+    eventually(Duration::from_millis(500), || {
+        left = threads_named("failing");
+        left.is_empty()
+    });
+    assert!(left.is_empty(), "threads left: {left:?}");
+}
