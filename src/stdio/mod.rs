@@ -354,16 +354,12 @@ impl McpServer {
         };
         let era_key = spec.era_key();
         let tail = Arc::new(StderrTail::new(spec.env.values()));
-        let stop = Arc::new(Stop::new().map_err(|source| McpError::Spawn {
-            server: name.clone(),
-            command: command.clone(),
-            source,
-        })?);
         let spawn_error = |source| McpError::Spawn {
             server: name.clone(),
             command: command.clone(),
             source,
         };
+        let stop = Arc::new(Stop::new().map_err(spawn_error)?);
         let prepared = spawn::prepare(&spec).map_err(spawn_error)?;
         let child: Arc<Mutex<Option<Proc>>> = Arc::new(Mutex::new(None));
         let closing = Arc::new(AtomicBool::new(false));
