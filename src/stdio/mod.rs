@@ -430,23 +430,14 @@ impl McpServer {
                 "the I/O thread ended before the server started",
             ))
         });
-        let started = started.and_then(
-            |Started {
-                 pid,
-                 stdin,
-                 stdout,
-                 stderr,
-             }| {
-                let wrapped = StdinShared::new(stdin, options.write_queue_capacity).and_then(|i| {
-                    let o = StdoutShared::new(stdout, pid, Arc::clone(&stop))?;
-                    let e = StderrReader::new(stderr)?;
-                    Ok((Arc::new(i), Arc::new(o), e))
-                });
-                wrapped.map(|w| (pid, w))
-            },
-        );
-        let (pid, (stdin, stdout, stderr)) = match started {
-            Ok(s) => s,
+        let connection = started.and_then(|s| {
+            let stdin = StdinShared::new(s.stdin, options.write_queue_capacity)?;
+            let stdout = StdoutShared::new(s.stdout, s.pid, Arc::clone(&stop))?;
+            let stderr = StderrReader::new(s.stderr)?;
+            Ok((s.pid, Arc::new(stdin), Arc::new(stdout), stderr))
+        });
+        let (pid, stdin, stdout, stderr) = match connection {
+            Ok(c) => c,
             Err(source) => {
                 // The thread kills and reaps a child it started, and ends.
                 drop(serve_tx);
