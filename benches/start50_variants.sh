@@ -48,13 +48,12 @@ python3 - "$out" <<'PY'
 import statistics as st, sys
 rows = [dict(kv.split("=") for kv in l.split()[1:]) for l in open(sys.argv[1])]
 names = list(rows[0])
-order = names
 print(f"{len(rows)} rounds, ms: median [q1, q3]")
-for n in order:
+for n in names:
     v = sorted(float(r[n]) for r in rows)
     print(f"  {n:14} {st.median(v):7.1f} [{v[len(v)//4]:.1f}, {v[3*len(v)//4]:.1f}]")
 print("medians of the per-round ratios:")
-pairs = [("thread", "plain"), ("thread-prestack", "plain"), ("thread-prestack", "thread"), ("helper", "plain"), ("helper-thread", "thread"),
+pairs = [("thread", "plain"), ("helper", "plain"), ("helper-thread", "thread"),
          ("helper-thread", "helper"), ("ours", "plain"), ("ours", "rmcp"), ("rmcp", "plain"),
          ("base", "plain"), ("base", "rmcp"), ("ours", "base")]
 for a, b in pairs:
