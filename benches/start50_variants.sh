@@ -13,12 +13,14 @@
 # OURS_ENV="VAR=value ..." sets variables for the `ours` runs only (with
 # BASE=target/release/examples/bench_client: an A/B of a setting).
 # VARIANTS="plain thread ..." picks the floor variants (default all four).
+# ERA=modern runs every column in the 2026-07-28 era (default legacy).
 #
 # Needs the release builds compare.sh makes (bench_client, echo-server and,
 # for the rmcp column, benches/peers' rmcp-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-30}
+era=${ERA:-legacy}
 server=$PWD/benches/echo-server/target/release/echo-server
 client=target/release/examples/bench_client
 rmcp=benches/peers/target/release/rmcp-bench
@@ -30,10 +32,10 @@ names+=(ours)
 [ -x "$rmcp" ] && names+=(rmcp)
 run() {
     case $1 in
-        ours) env ${OURS_ENV:-} "$client" --server "$server" --era legacy --only start50 --no-floor | awk '/^@ours start50_ms/ {print $3}' ;;
-        base) "$BASE" --server "$server" --era legacy --only start50 --no-floor | awk '/^@ours start50_ms/ {print $3}' ;;
-        rmcp) "$rmcp" --server "$server" --mode native --era legacy --only start50 | awk '/^@rmcp start50_ms/ {print $3}' ;;
-        *) "$client" --server "$server" --era legacy --start50-floor "$1" | awk '{print $3}' ;;
+        ours) env ${OURS_ENV:-} "$client" --server "$server" --era "$era" --only start50 --no-floor | awk '/^@ours(-modern)? start50_ms/ {print $3}' ;;
+        base) "$BASE" --server "$server" --era "$era" --only start50 --no-floor | awk '/^@ours(-modern)? start50_ms/ {print $3}' ;;
+        rmcp) "$rmcp" --server "$server" --mode native --era "$era" --only start50 | awk '/^@rmcp(-modern)? start50_ms/ {print $3}' ;;
+        *) "$client" --server "$server" --era "$era" --start50-floor "$1" | awk '{print $3}' ;;
     esac
 }
 for ((i = 0; i < rounds; i++)); do
