@@ -18,7 +18,7 @@
 //! the reply into a `serde_json::Value`: what those steps cost here),
 //! `--in-flight 8,64` (restrict the throughput scenario), `--window-ms N`
 //! (how long each throughput figure is measured) and `--no-floor` (leave
-//! the floor out of the throughput scenario); `--start50-floor VARIANT`
+//! the floor out of every scenario but `era`: only the client is measured); `--start50-floor VARIANT`
 //! (`plain`, `thread`, `helper`, `helper-thread`) measures only the
 //! 50-starts floor, as it is, with a thread created per start, or with the
 //! children started from a helper process (`spawn_helper`), and exits
@@ -69,7 +69,7 @@ struct Args {
     in_flight: Option<Vec<usize>>,
     /// `--window-ms N`: how long each throughput figure is measured.
     window: Option<Duration>,
-    /// `--no-floor`: leave the raw floor out of the throughput scenario.
+    /// `--no-floor`: leave the raw floor out of every scenario but `era`.
     no_floor: bool,
     /// `--start50-floor VARIANT`: only the 50-starts floor in that variant
     /// (`spawn_helper`), printed as `@floor_<variant> start50_ms`.
@@ -1379,7 +1379,9 @@ fn main() {
         let (mut floor_cpu, mut ours_cpu) = (Duration::ZERO, Duration::ZERO);
         for i in 0..n {
             let c0 = process_cpu();
-            floor.push(floor_cold(&server));
+            if !args.no_floor {
+                floor.push(floor_cold(&server));
+            }
             let c1 = process_cpu();
             let t = Instant::now();
             let s = connect(&server, &format!("cold{i}"));
@@ -1399,7 +1401,7 @@ fn main() {
             "cold_ms",
             "cold start: spawn→initialize→tools/list (p50)",
             median(ours) / 1e3,
-            Some(median(floor) / 1e3),
+            (!floor.is_empty()).then(|| median(floor) / 1e3),
             "ms",
             true,
         );
@@ -1430,19 +1432,21 @@ fn main() {
             }
             // The floor is the faster of a blocking and a busy-polling
             // reader: a client that spins beats a floor that sleeps.
-            let (bp50, bp99) = micros(floor_seq(&server, size, n));
-            let (sp50, sp99) = micros(floor_seq_busy(&server, size, n));
-            println!("@{} seq_{tag}_p50_us {bp50:.3}", who("floor_block"));
-            println!("@{} seq_{tag}_p99_us {bp99:.3}", who("floor_block"));
-            println!("@{} seq_{tag}_p50_us {sp50:.3}", who("floor_spin"));
-            println!("@{} seq_{tag}_p99_us {sp99:.3}", who("floor_spin"));
-            let (fp50, fp99) = (bp50.min(sp50), bp99.min(sp99));
+            let floor = (!args.no_floor).then(|| {
+                let (bp50, bp99) = micros(floor_seq(&server, size, n));
+                let (sp50, sp99) = micros(floor_seq_busy(&server, size, n));
+                println!("@{} seq_{tag}_p50_us {bp50:.3}", who("floor_block"));
+                println!("@{} seq_{tag}_p99_us {bp99:.3}", who("floor_block"));
+                println!("@{} seq_{tag}_p50_us {sp50:.3}", who("floor_spin"));
+                println!("@{} seq_{tag}_p99_us {sp99:.3}", who("floor_spin"));
+                (bp50.min(sp50), bp99.min(sp99))
+            });
             let (p50, p99) = micros(ours_seq(&server, size, n));
             t.add(
                 &format!("seq_{tag}_p50_us"),
                 &format!("sequential tools/call {tag} B, p50"),
                 p50,
-                Some(fp50),
+                floor.map(|f| f.0),
                 "µs",
                 true,
             );
@@ -1450,7 +1454,7 @@ fn main() {
                 &format!("seq_{tag}_p99_us"),
                 &format!("sequential tools/call {tag} B, p99"),
                 p99,
-                Some(fp99),
+                floor.map(|f| f.1),
                 "µs",
                 true,
             );
@@ -1551,16 +1555,21 @@ fn main() {
 
     if args.wants("kill") {
         let n = if args.quick { 5 } else { 20 };
-        let f: Vec<_> = (0..n).map(|_| floor_kill(&server)).collect();
+        let f: Vec<_> = if args.no_floor {
+            Vec::new()
+        } else {
+            (0..n).map(|_| floor_kill(&server)).collect()
+        };
         let o: Vec<_> = (0..n).map(|_| ours_kill(&server)).collect();
-        let (f50, o50) = (median(f.clone()), median(o.clone()));
+        let o50 = median(o.clone());
+        let f50 = (!f.is_empty()).then(|| median(f.clone()));
         let omax = o.iter().max().unwrap().as_secs_f64() * 1e3;
-        let fmax = f.iter().max().unwrap().as_secs_f64() * 1e3;
+        let fmax = f.iter().max().map(|m| m.as_secs_f64() * 1e3);
         t.add(
             "kill_ms",
             "SIGKILL of the server → caller's error (p50)",
             o50 / 1e3,
-            Some(f50 / 1e3),
+            f50.map(|f| f / 1e3),
             "ms",
             true,
         );
@@ -1568,7 +1577,7 @@ fn main() {
             "kill_max_ms",
             "SIGKILL of the server → caller's error (max)",
             omax,
-            Some(fmax),
+            fmax,
             "ms",
             true,
         );
@@ -1627,12 +1636,12 @@ fn main() {
 
     if args.wants("list10k") {
         let o = ours_list10k(&server);
-        let f = floor_list10k(&server);
+        let f = (!args.no_floor).then(|| floor_list10k(&server));
         t.add(
             "list10k_ms",
             "tools/list of 10 000 tools (p50)",
             o,
-            Some(f),
+            f,
             "ms",
             true,
         );
