@@ -40,14 +40,33 @@ pub(crate) const TOOLS_RAW: &str = "io.github.skald-mcp/toolsRaw";
 /// The separator of the definitions in a [`TOOLS_RAW`] text.
 pub(crate) const TOOLS_SEPARATOR: char = '\0';
 
+/// The one member of the object a result that is itself an array is kept
+/// in (the array), so that an array the reader hands over is always the
+/// compact form of a text answer (`text_content::bare`). [`restore`] takes
+/// it out again.
+pub(crate) const RESULT_ARRAY: &str = "io.github.skald-mcp/array";
+
 /// Undoes every way the reader keeps a result other than as the server
 /// sent it (a `tools` array as text, [`TOOLS_RAW`]; a single text block as
-/// its text, [`crate::text_content`]; the server's own members named as
-/// the reader's, [`OWN_PREFIX`]), for a caller of `request`.
+/// its text, [`crate::text_content`]; an array result in an object,
+/// [`RESULT_ARRAY`]; the server's own members named as the reader's,
+/// [`OWN_PREFIX`]), for a caller of `request`.
 pub(crate) fn restore(v: &mut Value) {
+    if let Some(array) = take_array(v) {
+        *v = array;
+        return;
+    }
     restore_tools(v);
     crate::text_content::restore(v);
     unescape_own(v);
+}
+
+/// The array a result was, when the reader kept it under [`RESULT_ARRAY`].
+fn take_array(v: &mut Value) -> Option<Value> {
+    match v {
+        Value::Object(obj) if obj.len() == 1 => obj.shift_remove(RESULT_ARRAY),
+        _ => None,
+    }
 }
 
 /// Takes the NUL off the names of the server's members that start with
@@ -148,12 +167,15 @@ impl<'de> Visitor<'de> for Build {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         if self.top {
-            // The result itself is an array: not a tool list.
+            // The result itself is an array: not a tool list, and kept in
+            // an object (see RESULT_ARRAY).
             let mut out = Vec::new();
             while let Some(v) = seq.next_element::<Value>()? {
                 out.push(v);
             }
-            return Ok(Value::Array(out));
+            let mut obj = Map::with_capacity(1);
+            obj.insert(RESULT_ARRAY.to_owned(), Value::Array(out));
+            return Ok(Value::Object(obj));
         }
         let cap = self.cap;
         JOINED.with(|j| j.set(true));
@@ -194,12 +216,58 @@ impl<'de> Visitor<'de> for Build {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        use crate::text_content::{Content, ContentSeed, Word, TEXT_ONLY};
         let mut out = Map::new();
         // Whether `out` holds `text_content::TEXT_ONLY` for its `content`.
         let mut compacted = false;
+        // The next member's name when it was read ahead (`Some(None)`: the
+        // end was).
+        let mut ahead = None;
+        if self.top {
+            // The usual answer to `tools/call`, `content` of one text block
+            // then at most `"isError":false`, becomes no map at all
+            // (`text_content::bare`); anything else read on the way goes
+            // into `out` as the loop below would have put it.
+            let first = map.next_key_seed(Word)?;
+            if first.as_deref() == Some("content") {
+                match map.next_value_seed(ContentSeed)? {
+                    Content::Text(text) => {
+                        let mut next = map.next_key_seed(Word)?;
+                        let mut is_error = None;
+                        if next.as_deref() == Some("isError") {
+                            is_error = Some(map.next_value::<Value>()?);
+                            next = map.next_key_seed(Word)?;
+                        }
+                        match (&next, &is_error) {
+                            (None, None) => return Ok(crate::text_content::bare(text, false)),
+                            (None, Some(Value::Bool(false))) => {
+                                return Ok(crate::text_content::bare(text, true))
+                            }
+                            _ => {}
+                        }
+                        out.insert(TEXT_ONLY.to_owned(), Value::String(text));
+                        compacted = true;
+                        if let Some(v) = is_error {
+                            out.insert("isError".to_owned(), v);
+                        }
+                        ahead = Some(next);
+                    }
+                    other => {
+                        out.insert("content".to_owned(), other.into_content_value());
+                    }
+                }
+            } else {
+                ahead = Some(first);
+            }
+        }
         // Names borrowed from the frame: `content` is not kept as a name
         // when it is kept compact.
-        while let Some(key) = map.next_key_seed(crate::text_content::Word)? {
+        loop {
+            let key = match ahead.take() {
+                Some(k) => k,
+                None => map.next_key_seed(Word)?,
+            };
+            let Some(key) = key else { break };
             let v = if self.top && key == "tools" {
                 CUT.with(|c| c.set(false));
                 JOINED.with(|j| j.set(false));
@@ -217,7 +285,6 @@ impl<'de> Visitor<'de> for Build {
                 }
                 v
             } else if self.top && key == "content" {
-                use crate::text_content::{Content, ContentSeed, TEXT_ONLY};
                 let content = map.next_value_seed(ContentSeed)?;
                 // A repeated `content` keeps its first place and its last
                 // value, as `Value` reads it: one kept compact before is
@@ -263,7 +330,7 @@ mod tests {
         let mut v = with_cap(cap, usize::MAX, || {
             serde_json::from_str::<Env>(text).unwrap().result.unwrap()
         });
-        restore_tools(&mut v);
+        restore(&mut v);
         v
     }
 

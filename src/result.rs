@@ -306,6 +306,10 @@ pub(crate) fn extract_call_result_owned(
     tool: &str,
     mut result: Value,
 ) -> Result<McpCallResult, McpError> {
+    // The usual answer, kept by the reader as its text alone.
+    if let Some(text) = crate::text_content::take_bare(&mut result) {
+        return Ok(McpCallResult::Text(text));
+    }
     if let Some(obj) = result.as_object_mut() {
         // One pass over the few members of a result, comparing names,
         // instead of hashing each name looked up (six lookups per call).

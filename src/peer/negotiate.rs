@@ -204,7 +204,12 @@ impl Peer {
 
     fn as_answer((_, ev): super::Tagged) -> Option<std::result::Result<Value, Answer>> {
         match ev {
-            CallEvent::Reply(Ok(v)) => Some(Ok(v)),
+            CallEvent::Reply(Ok(mut v)) => {
+                // As the server sent it: the reader's compact forms are
+                // for `tools/list` and `tools/call`.
+                crate::jsonrpc_cap::restore(&mut v);
+                Some(Ok(v))
+            }
             CallEvent::Reply(Err(e)) => Some(Err(Answer::Rpc(e))),
             CallEvent::Failed(e) => Some(Err(Answer::Failed(e))),
             CallEvent::Progress(_) | CallEvent::Rearm => None,

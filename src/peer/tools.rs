@@ -108,11 +108,12 @@ impl Peer {
                     text
                 }
                 _ => {
+                    crate::jsonrpc_cap::restore(&mut r);
                     return Err(McpError::Protocol {
                         server: self.name.clone(),
                         method: Some("tools/list".into()),
                         message: format!("result has no tools array: {}", excerpt(&r)),
-                    })
+                    });
                 }
             };
             drop(r);
