@@ -538,7 +538,7 @@ impl Peer {
         params: Option<Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
-        let mut v = self.request_compact(method, params, opts)?;
+        let mut v = self.request_compact(method, params.as_ref(), opts)?;
         crate::jsonrpc_cap::restore(&mut v);
         Ok(v)
     }
@@ -552,7 +552,7 @@ impl Peer {
     pub(crate) fn request_compact(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
         let mut negotiated = self.init.read().clone();
@@ -562,7 +562,7 @@ impl Peer {
         }
         match negotiated {
             Some(n) if n.meta.is_some() => self.request_modern(method, params, opts),
-            _ => self.request_raw(method, params.as_ref(), None, opts),
+            _ => self.request_raw(method, params, None, opts),
         }
     }
 
@@ -579,7 +579,7 @@ impl Peer {
     fn request_modern(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<Value> {
         match method {
@@ -612,7 +612,7 @@ impl Peer {
             }
             _ => {}
         }
-        let cache_key = cache::key(method, params.as_ref());
+        let cache_key = cache::key(method, params);
         if let Some(k) = &cache_key {
             if let Some(v) = self.cache.lock().get(k) {
                 return Ok(v);
@@ -622,8 +622,11 @@ impl Peer {
         let mut stream_retried = false;
         let mut header_retried = false;
         let mut rounds = 0usize;
-        let mut params = params;
+        // The params of the rounds after the first (multi round-trip):
+        // the caller's are only borrowed.
+        let mut later: Option<Value> = None;
         loop {
+            let params = later.as_ref().or(params);
             let n = self.negotiated();
             let meta = n.as_ref().and_then(|n| n.meta.as_ref());
             let requested = || {
@@ -632,7 +635,7 @@ impl Peer {
                     .unwrap_or_default()
                     .to_owned()
             };
-            match self.request_raw(method, params.as_ref(), meta, opts) {
+            match self.request_raw(method, params, meta, opts) {
                 Ok(v)
                     if ResultType::of(&v) == ResultType::InputRequired
                         && rounds < crate::limits::MAX_INPUT_ROUNDS =>
@@ -641,7 +644,7 @@ impl Peer {
                     // with the handlers, then send the request again (a new
                     // id) with the answers and the server's state.
                     rounds += 1;
-                    params = Some(self.next_round(method, params, &v)?);
+                    later = Some(self.next_round(method, params, &v)?);
                     // The caller may have given up while the handlers ran.
                     if let Some(reason) = opts.cancel.as_ref().and_then(CancelToken::reason) {
                         return Err(McpError::Cancelled {

@@ -23,12 +23,12 @@ impl Peer {
     pub(super) fn next_round(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         result: &Value,
     ) -> Result<Value> {
         let responses = self.input_responses(method, result)?;
         let mut p = match params {
-            Some(Value::Object(m)) => m,
+            Some(Value::Object(m)) => m.clone(),
             _ => Map::new(),
         };
         p.remove("inputResponses");

@@ -10,6 +10,60 @@ use super::*;
 /// an index by name the first time a call looks a tool up.
 const TOOL_INDEX_FROM: usize = 32;
 
+/// The longest tool name whose `tools/call` params are kept for the
+/// thread's next call ([`CALL_PARAMS`]): the spec's limit for tool names,
+/// so a hostile name cannot make the kept string large.
+const KEPT_NAME_MAX: usize = 128;
+
+thread_local! {
+    /// The params object of this thread's last `tools/call`, kept for the
+    /// next one: building `{"name":…,"arguments":…}` anew made a map, its
+    /// hash table and two member names, and hashed both names (about 1.1k
+    /// of the 13.7k instructions of a 128-byte call over stdio); refilled,
+    /// it costs none of that. Taken while a call uses it, so a call made
+    /// from within another (a progress callback) builds its own.
+    static CALL_PARAMS: std::cell::Cell<Option<Value>> = const { std::cell::Cell::new(None) };
+}
+
+/// `{"name": name, "arguments": arguments}`, in the object kept by
+/// [`CALL_PARAMS`] when there is one.
+fn call_params(name: &str, arguments: Value) -> Value {
+    if let Some(Value::Object(mut m)) = CALL_PARAMS.with(std::cell::Cell::take) {
+        // The members in the order they were inserted (`preserve_order`):
+        // set without looking their names up.
+        let mut members = m.values_mut();
+        if let (Some(Value::String(n)), Some(a), None) =
+            (members.next(), members.next(), members.next())
+        {
+            n.clear();
+            n.push_str(name);
+            *a = arguments;
+            return Value::Object(m);
+        }
+    }
+    Value::Object(serde_json::Map::from_iter([
+        ("name".to_owned(), Value::String(name.to_owned())),
+        ("arguments".to_owned(), arguments),
+    ]))
+}
+
+/// Keeps `params` (made by [`call_params`]) for the thread's next call,
+/// its arguments dropped, when it still has just its two members and a
+/// short name.
+fn keep_call_params(mut params: Value) {
+    if let Value::Object(m) = &mut params {
+        let mut members = m.values_mut();
+        if let (Some(Value::String(n)), Some(a), None) =
+            (members.next(), members.next(), members.next())
+        {
+            if n.capacity() <= KEPT_NAME_MAX {
+                *a = Value::Null;
+                CALL_PARAMS.with(|c| c.set(Some(params)));
+            }
+        }
+    }
+}
+
 /// The last complete tool list, with what calls look up in it. One value
 /// behind one lock, so a lookup never mixes two lists.
 pub(crate) struct ToolCache {
@@ -77,7 +131,8 @@ impl Peer {
         let mirrors = self.out.mirrors_headers() && self.initialize()?.era == Era::Modern;
         for _ in 0..self.opts.max_tool_pages.max(1) {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let mut r = self.request_compact("tools/list", params, &CallOptions::default())?;
+            let mut r =
+                self.request_compact("tools/list", params.as_ref(), &CallOptions::default())?;
             let next = r
                 .get("nextCursor")
                 .and_then(Value::as_str)
@@ -344,10 +399,7 @@ impl Peer {
         let support = tool.map(|t| t.task_support).unwrap_or_default();
         // Built by hand: `json!` would copy the arguments (it serializes
         // every value it is given).
-        let mut params = Value::Object(serde_json::Map::from_iter([
-            ("name".to_owned(), Value::String(name.to_owned())),
-            ("arguments".to_owned(), arguments),
-        ]));
+        let mut params = call_params(name, arguments);
         // The 2025-11-25 opt-in; under the tasks extension the server alone
         // decides, and the request carries no preference.
         if support.wants_task() && self.era() != Some(Era::Modern) {
@@ -359,7 +411,9 @@ impl Peer {
         // (A header mismatch over HTTP is retried once after listing the
         // tools again, in `Peer::request_modern`.)
         // Compact: the usual single text block is taken as its text.
-        let result = self.request_compact("tools/call", Some(params), opts)?;
+        let result = self.request_compact("tools/call", Some(&params), opts);
+        keep_call_params(params);
+        let result = result?;
         let result = match extract_call_result_owned(&self.name, name, result)? {
             McpCallResult::Task(task) => {
                 let req = |m: &str, p: Value, o: &CallOptions| self.request(m, Some(p), o);
@@ -427,5 +481,59 @@ mod tests {
             }
             assert_eq!(cache.by_name.get().is_some(), n >= TOOL_INDEX_FROM);
         }
+    }
+
+    /// The kept params object is refilled with each call's name and
+    /// arguments and nothing else, and is not kept when a call added a
+    /// member (`task`) or used a long name.
+    #[test]
+    fn call_params_are_refilled_and_kept_only_in_their_shape() {
+        let kept = || {
+            CALL_PARAMS.with(|c| {
+                let v = c.take();
+                let some = v.is_some();
+                c.set(v);
+                some
+            })
+        };
+        CALL_PARAMS.with(|c| c.set(None));
+        let p = call_params("first", json!({"a": 1, "b": [2]}));
+        assert_eq!(
+            p.to_string(),
+            r#"{"name":"first","arguments":{"a":1,"b":[2]}}"#
+        );
+        keep_call_params(p);
+        assert!(kept());
+        // Refilled: a shorter name, other arguments, the old ones gone.
+        let p = call_params("2nd", json!({}));
+        assert!(!kept(), "taken while a call uses it");
+        // A call made from within that one builds its own.
+        let nested = call_params("nested", json!({"n": true}));
+        assert_eq!(
+            nested.to_string(),
+            r#"{"name":"nested","arguments":{"n":true}}"#
+        );
+        assert_eq!(p.to_string(), r#"{"name":"2nd","arguments":{}}"#);
+        keep_call_params(nested);
+        keep_call_params(p);
+        let p = call_params("third", json!({"x": "y"}));
+        assert_eq!(p.to_string(), r#"{"name":"third","arguments":{"x":"y"}}"#);
+        // A task opt-in added a member: not kept.
+        let mut with_task = p;
+        with_task["task"] = json!({});
+        keep_call_params(with_task);
+        assert!(!kept());
+        // A name past the spec's limit: not kept (its string would stay).
+        let long = "n".repeat(KEPT_NAME_MAX + 1);
+        let p = call_params(&long, json!({}));
+        assert_eq!(p["name"], json!(long));
+        keep_call_params(p);
+        assert!(!kept());
+        let p = call_params("short", json!({}));
+        keep_call_params(p);
+        assert!(kept());
+        let p = call_params(&long, json!({}));
+        keep_call_params(p);
+        assert!(!kept(), "grown past the limit by a long name");
     }
 }
