@@ -621,18 +621,8 @@ pub(crate) fn params_value(params: Option<&Value>, extra: MetaExtra<'_>) -> Opti
     serde_json::to_value(&out).ok()
 }
 
-/// The envelope of a request, serialised without building a map.
 /// The bytes [`encode_request_direct`] reserves besides the shared `_meta`.
 const REQUEST_BUFFER: usize = 256;
-
-#[derive(serde::Serialize)]
-struct RequestFrame<'a, P: serde::Serialize> {
-    jsonrpc: &'static str,
-    id: i64,
-    method: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<P>,
-}
 
 /// [`encode_request`] for a numeric id, writing the envelope directly: the
 /// same bytes, without a map for the envelope, and with `extra` merged into
@@ -644,15 +634,19 @@ pub(crate) fn encode_request_direct(
     params: Option<&Value>,
     extra: MetaExtra<'_>,
 ) -> Vec<u8> {
-    /// The frame with `params` written to `out`.
+    /// The frame with `params` written to `out`. The envelope's names and
+    /// version are constant text, copied rather than escaped (a derived
+    /// `Serialize` escaped each of them on every request).
     fn write<P: serde::Serialize>(out: &mut Vec<u8>, id: i64, method: &str, params: Option<P>) {
-        let frame = RequestFrame {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params,
-        };
-        serde_json::to_writer(out, &frame).expect("a request frame always serialises");
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        out.extend_from_slice(itoa(id, &mut [0u8; 20]));
+        out.extend_from_slice(br#","method":"#);
+        serde_json::to_writer(&mut *out, method).expect("a string always serialises");
+        if let Some(p) = params {
+            out.extend_from_slice(br#","params":"#);
+            serde_json::to_writer(&mut *out, &p).expect("a JSON value always serialises");
+        }
+        out.push(b'}');
     }
     // Room for a small request and the shared `_meta`: the buffer is not
     // regrown (and copied) twice on the way, as from `to_vec`'s 128 bytes.
@@ -672,6 +666,25 @@ pub(crate) fn encode_request_direct(
     }
     out.push(b'\n');
     out
+}
+
+/// `n` in decimal, written at the end of `buf` (20 bytes hold any `i64`).
+fn itoa(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 /// A request as a JSON value.
@@ -801,11 +814,16 @@ mod tests {
     #[test]
     fn direct_request_encoding_is_the_same_bytes() {
         let params = json!({"name": "echo", "arguments": {"b": 1, "a": [true, null]}});
-        for p in [Some(&params), None] {
-            assert_eq!(
-                encode_request_direct(42, "tools/call", p, MetaExtra::default()),
-                encode_request(&RequestId::Number(42), "tools/call", p)
-            );
+        for id in [42, 0, 7, 10, 99, 100, -1, -10, 1 << 40, i64::MAX, i64::MIN] {
+            for method in ["tools/call", "a \"quoted\"\n\u{1}méthode"] {
+                for p in [Some(&params), None] {
+                    assert_eq!(
+                        encode_request_direct(id, method, p, MetaExtra::default()),
+                        encode_request(&RequestId::Number(id), method, p),
+                        "{id} {method:?}"
+                    );
+                }
+            }
         }
     }
 
