@@ -998,6 +998,37 @@ mod tests {
         assert_eq!(v.len(), 2);
     }
 
+    /// A number a server sends is read as the double nearest to it, so
+    /// that what the client passes on (re-encoded, shortest form) reads back
+    /// as the same number. serde_json's default float parser may be one
+    /// unit in the last place off, which the fuzz target `jsonrpc_decode`
+    /// found: 913.11111111111111111111 read as 913.1111111111111, written
+    /// so, and read back as 913.1111111111112 (feature `float_roundtrip`).
+    #[test]
+    fn numbers_survive_a_round_trip() {
+        for n in [
+            "913.11111111111111111111",
+            "0.1",
+            "1e-7",
+            "2.2250738585072014e-308",
+            "1.7976931348623157e308",
+            "123456789.123456789123456789",
+            "-0.30000000000000004",
+            "4.35",
+        ] {
+            let frame =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"n":[{n}],"content":[{n}]}}}}"#);
+            let first = decode(frame.as_bytes()).unwrap();
+            let Incoming::Response { id, outcome: Ok(r) } = &first[0] else {
+                panic!("{first:?}")
+            };
+            let exact: f64 = n.parse().unwrap();
+            assert_eq!(r["n"][0].as_f64(), Some(exact), "{n}");
+            let again = decode(&encode_value(&result_value(id, r.clone()))).unwrap();
+            assert_eq!(first, again, "{n}");
+        }
+    }
+
     #[test]
     fn encode_roundtrip() {
         let bytes = encode_request(
