@@ -373,17 +373,28 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 
 fn decode_value(value: Value) -> Result<Vec<Incoming>, FrameError> {
     match value {
-        Value::Object(obj) => Ok(vec![decode_object(obj)?]),
+        Value::Object(obj) => Ok(vec![as_read(decode_object(obj)?)]),
         Value::Array(items) if !items.is_empty() => items
             .into_iter()
             .map(|v| match v {
-                Value::Object(obj) => decode_object(obj),
+                Value::Object(obj) => decode_object(obj).map(as_read),
                 _ => Err(frame_err(None, "batch element is not an object")),
             })
             .collect(),
         Value::Array(_) => Err(frame_err(None, "empty batch")),
         _ => Err(frame_err(None, "message is not a JSON object")),
     }
+}
+
+/// A message decoded from a parsed value as the reader would hand it over:
+/// a result that is an array kept in an object
+/// (`jsonrpc_cap::keep_array`), since an array result from the reader is
+/// always its compact form of a text answer.
+fn as_read(mut m: Incoming) -> Incoming {
+    if let Incoming::Response { outcome: Ok(r), .. } = &mut m {
+        crate::jsonrpc_cap::keep_array(r);
+    }
+    m
 }
 
 /// Decodes one already-parsed JSON object.
@@ -996,6 +1007,35 @@ mod tests {
         let v = decode(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"result":{}}]"#)
             .unwrap();
         assert_eq!(v.len(), 2);
+    }
+
+    /// A result that is an array comes out of a batch as it does out of a
+    /// single response: never taken for the compact form of a text answer
+    /// (`text_content::bare`), and restored to the array.
+    #[test]
+    fn array_results_in_a_batch_are_not_the_compact_form() {
+        for frame in [
+            &br#"[{"jsonrpc":"2.0","id":1,"result":["hi"]}]"#[..],
+            br#"[{"jsonrpc":"2.0","id":1,"result":["hi",false]},{"jsonrpc":"2.0","id":2,"result":{}}]"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":["hi"]}"#,
+        ] {
+            let mut seen = 0;
+            decode_plain_each(frame, &mut |m| {
+                if let Incoming::Response { id, outcome: Ok(mut r) } = m {
+                    if id == RequestId::Number(1) {
+                        seen += 1;
+                        let sent = r.clone();
+                        assert!(crate::text_content::take_bare(&mut r.clone()).is_none(), "{sent}");
+                        let called = crate::result::extract_call_result_owned("s", "t", r.clone());
+                        assert!(called.is_err(), "{called:?}");
+                        crate::jsonrpc_cap::restore(&mut r);
+                        assert!(r.is_array() && r[0] == "hi", "{r}");
+                    }
+                }
+            })
+            .unwrap();
+            assert_eq!(seen, 1);
+        }
     }
 
     /// A number a server sends is read as the double nearest to it, so

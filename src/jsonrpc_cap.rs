@@ -61,6 +61,17 @@ pub(crate) fn restore(v: &mut Value) {
     unescape_own(v);
 }
 
+/// Keeps a result that is an array under [`RESULT_ARRAY`], as the reader
+/// does: for results read some other way (the elements of a batch), so that
+/// an array handed over is always the compact form of a text answer.
+pub(crate) fn keep_array(v: &mut Value) {
+    if let Value::Array(items) = v {
+        let mut obj = Map::with_capacity(1);
+        obj.insert(RESULT_ARRAY.to_owned(), Value::Array(std::mem::take(items)));
+        *v = Value::Object(obj);
+    }
+}
+
 /// The array a result was, when the reader kept it under [`RESULT_ARRAY`].
 fn take_array(v: &mut Value) -> Option<Value> {
     match v {
@@ -173,9 +184,9 @@ impl<'de> Visitor<'de> for Build {
             while let Some(v) = seq.next_element::<Value>()? {
                 out.push(v);
             }
-            let mut obj = Map::with_capacity(1);
-            obj.insert(RESULT_ARRAY.to_owned(), Value::Array(out));
-            return Ok(Value::Object(obj));
+            let mut kept = Value::Array(out);
+            keep_array(&mut kept);
+            return Ok(kept);
         }
         let cap = self.cap;
         JOINED.with(|j| j.set(true));
