@@ -227,7 +227,7 @@ impl<'de> Visitor<'de> for Build {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        use crate::text_content::{Content, ContentSeed, Word, TEXT_ONLY};
+        use crate::text_content::{Bare, Content, ContentSeed, Word, TEXT_ONLY};
         let mut out = Map::new();
         // Whether `out` holds `text_content::TEXT_ONLY` for its `content`.
         let mut compacted = false;
@@ -235,41 +235,87 @@ impl<'de> Visitor<'de> for Build {
         // end was).
         let mut ahead = None;
         if self.top {
-            // The usual answer to `tools/call`, `content` of one text block
-            // then at most `"isError":false`, becomes no map at all
-            // (`text_content::bare`); anything else read on the way goes
-            // into `out` as the loop below would have put it.
-            let first = map.next_key_seed(Word)?;
-            if first.as_deref() == Some("content") {
-                match map.next_value_seed(ContentSeed)? {
-                    Content::Text(text) => {
-                        let mut next = map.next_key_seed(Word)?;
-                        let mut is_error = None;
-                        if next.as_deref() == Some("isError") {
-                            is_error = Some(map.next_value::<Value>()?);
-                            next = map.next_key_seed(Word)?;
+            // The usual answer to `tools/call`: `content` of one text block,
+            // with at most `"isError":false` and `"resultType":"complete"`
+            // beside it, each once, in any order, becomes no map at all
+            // (`text_content::bare`). At the first member that does not
+            // fit, the members read so far go into `out` as the loop below
+            // would have put them, and the loop goes on from there.
+            let mut order = [Bare::Content; 3];
+            let mut n = 0;
+            let mut text = None;
+            // What the members read so far were, into `out`.
+            let held = |out: &mut Map<String, Value>, order: &[Bare], text: &mut Option<String>| {
+                for m in order {
+                    match m {
+                        Bare::Content => {
+                            let t = text.take().unwrap_or_default();
+                            out.insert(TEXT_ONLY.to_owned(), Value::String(t));
                         }
-                        match (&next, &is_error) {
-                            (None, None) => return Ok(crate::text_content::bare(text, false)),
-                            (None, Some(Value::Bool(false))) => {
-                                return Ok(crate::text_content::bare(text, true))
-                            }
-                            _ => {}
+                        Bare::IsErrorFalse => {
+                            out.insert("isError".to_owned(), Value::Bool(false));
                         }
-                        out.insert(TEXT_ONLY.to_owned(), Value::String(text));
-                        compacted = true;
-                        if let Some(v) = is_error {
-                            out.insert("isError".to_owned(), v);
+                        Bare::Complete => {
+                            out.insert("resultType".to_owned(), Value::from("complete"));
                         }
-                        ahead = Some(next);
-                    }
-                    other => {
-                        out.insert("content".to_owned(), other.into_content_value());
                     }
                 }
-            } else {
-                ahead = Some(first);
+            };
+            loop {
+                let Some(key) = map.next_key_seed(Word)? else {
+                    if let Some(t) = text {
+                        return Ok(crate::text_content::bare(t, &order[..n]));
+                    }
+                    held(&mut out, &order[..n], &mut text);
+                    ahead = Some(None);
+                    break;
+                };
+                let member = match &*key {
+                    "content" => Bare::Content,
+                    "isError" => Bare::IsErrorFalse,
+                    "resultType" => Bare::Complete,
+                    _ => {
+                        held(&mut out, &order[..n], &mut text);
+                        ahead = Some(Some(key));
+                        break;
+                    }
+                };
+                if order[..n].contains(&member) {
+                    held(&mut out, &order[..n], &mut text);
+                    ahead = Some(Some(key));
+                    break;
+                }
+                // The member's value, when it is not the one that fits.
+                let other = match member {
+                    Bare::Content => match map.next_value_seed(ContentSeed)? {
+                        Content::Text(t) => {
+                            text = Some(t);
+                            None
+                        }
+                        other => Some(other.into_content_value()),
+                    },
+                    Bare::IsErrorFalse => match map.next_value::<Value>()? {
+                        Value::Bool(false) => None,
+                        v => Some(v),
+                    },
+                    Bare::Complete => match map.next_value::<Value>()? {
+                        Value::String(t) if t == "complete" => None,
+                        v => Some(v),
+                    },
+                };
+                match other {
+                    None => {
+                        order[n] = member;
+                        n += 1;
+                    }
+                    Some(v) => {
+                        held(&mut out, &order[..n], &mut text);
+                        out.insert(key.into_owned(), v);
+                        break;
+                    }
+                }
             }
+            compacted = crate::json::map_member(&out, TEXT_ONLY).is_some();
         }
         // Names borrowed from the frame: `content` is not kept as a name
         // when it is kept compact.

@@ -15,10 +15,10 @@
 //! sent, member order included; `tools/call` takes the text without it
 //! (`result::extract_call_result_owned`).
 //!
-//! When that block is the whole result, alone or followed by
-//! `"isError":false`, there is no map at all: the result is read as
-//! [`bare`], the text in an array (callgrind: 15.4k → 13.7k instructions
-//! per 128-byte call over stdio). A result that is itself an array is kept
+//! When that block is the whole result, with at most `"isError":false` and
+//! `"resultType":"complete"` beside it, there is no map at all: the result
+//! is read as [`bare`], the text in an array (callgrind: 15.4k → 13.7k
+//! instructions per 128-byte call over stdio). A result that is itself an array is kept
 //! in an object by the reader (`jsonrpc_cap::RESULT_ARRAY`), so an array
 //! it hands over is always this form.
 //!
@@ -56,30 +56,83 @@ impl<'de> DeserializeSeed<'de> for ContentSeed {
     }
 }
 
-/// The whole result when it is `{"content":[one text block]}`, alone or
-/// followed by `"isError":false` (nearly every answer to `tools/call`): the
-/// text in an array, `[text]` or `[text, false]`, without the map, its
-/// table and its two member names that the object would cost. The reader
-/// keeps a result that is itself an array under
-/// `jsonrpc_cap::RESULT_ARRAY`, so an array it hands over is always this.
-pub(crate) fn bare(text: String, is_error_false: bool) -> Value {
-    let mut v = Vec::with_capacity(1 + usize::from(is_error_false));
-    v.push(Value::String(text));
-    if is_error_false {
-        v.push(Value::Bool(false));
+/// A member of a result read as [`bare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bare {
+    /// `content`, one text block: the text.
+    Content,
+    /// `"isError": false`.
+    IsErrorFalse,
+    /// `"resultType": "complete"` (required in every 2026-07-28 result).
+    Complete,
+}
+
+impl Bare {
+    /// Its digit in a bare result's order code.
+    fn digit(self) -> u64 {
+        match self {
+            Bare::Content => 1,
+            Bare::IsErrorFalse => 2,
+            Bare::Complete => 3,
+        }
     }
-    Value::Array(v)
+}
+
+/// The whole result when it is `{"content":[one text block]}` with at most
+/// `"isError":false` and `"resultType":"complete"` beside it, each once, in
+/// any order (nearly every answer to `tools/call`): the text in an array,
+/// without the map, its table and the member names that the object would
+/// cost. `order` is the members in the order the server wrote them; beyond
+/// `content` alone it is kept as a number after the text, one digit per
+/// member (`[text, 123]`). The reader keeps a result that is itself an
+/// array under `jsonrpc_cap::RESULT_ARRAY`, so an array it hands over is
+/// always this.
+pub(crate) fn bare(text: String, order: &[Bare]) -> Value {
+    if order == [Bare::Content] {
+        return Value::Array(vec![Value::String(text)]);
+    }
+    let code = order.iter().fold(0, |code, m| code * 10 + m.digit());
+    Value::Array(vec![Value::String(text), Value::from(code)])
+}
+
+/// The members of a bare result in order, from its code; `None` for a code
+/// [`bare`] does not make.
+fn order_of(code: u64) -> Option<([Bare; 3], usize)> {
+    let len = match code {
+        10..=99 => 2,
+        100..=999 => 3,
+        _ => return None,
+    };
+    let mut order = [Bare::Content; 3];
+    let mut place = 10u64.pow(len as u32 - 1);
+    for i in 0..len {
+        let m = match code / place % 10 {
+            1 => Bare::Content,
+            2 => Bare::IsErrorFalse,
+            3 => Bare::Complete,
+            _ => return None,
+        };
+        if order[..i].contains(&m) {
+            return None;
+        }
+        order[i] = m;
+        place /= 10;
+    }
+    order[..len]
+        .contains(&Bare::Content)
+        .then_some((order, len))
 }
 
 /// Takes the text out of a [`bare`] result (`None`: `v` is not one).
 pub(crate) fn take_bare(v: &mut Value) -> Option<String> {
-    match v {
-        Value::Array(items) => match items.as_mut_slice() {
-            [Value::String(text)] | [Value::String(text), Value::Bool(false)] => {
-                Some(std::mem::take(text))
-            }
-            _ => None,
-        },
+    let Value::Array(items) = v else { return None };
+    match items.as_mut_slice() {
+        [Value::String(text)] => Some(std::mem::take(text)),
+        [Value::String(text), Value::Number(code)]
+            if code.as_u64().and_then(order_of).is_some() =>
+        {
+            Some(std::mem::take(text))
+        }
         _ => None,
     }
 }
@@ -89,12 +142,26 @@ pub(crate) fn take_bare(v: &mut Value) -> Option<String> {
 /// (nothing to do for any other value).
 pub(crate) fn restore(v: &mut Value) {
     if let Value::Array(items) = v {
-        let is_error = items.len() == 2;
+        let (order, n) = match items.get(1).and_then(Value::as_u64) {
+            Some(code) => order_of(code).unwrap_or(([Bare::Content; 3], 1)),
+            None => ([Bare::Content; 3], 1),
+        };
         if let Some(text) = take_bare(v) {
-            let mut obj = Map::with_capacity(1 + usize::from(is_error));
-            obj.insert("content".to_owned(), block(text));
-            if is_error {
-                obj.insert("isError".to_owned(), Value::Bool(false));
+            let mut obj = Map::with_capacity(n);
+            let mut text = Some(text);
+            for m in &order[..n] {
+                match m {
+                    Bare::Content => {
+                        let t = text.take().unwrap_or_default();
+                        obj.insert("content".to_owned(), block(t));
+                    }
+                    Bare::IsErrorFalse => {
+                        obj.insert("isError".to_owned(), Value::Bool(false));
+                    }
+                    Bare::Complete => {
+                        obj.insert("resultType".to_owned(), Value::from("complete"));
+                    }
+                }
             }
             *v = Value::Object(obj);
         }
@@ -364,7 +431,6 @@ mod tests {
     #[test]
     fn restored_results_are_what_the_server_sent() {
         let compact = [
-            r#"{"isError":false,"content":[{"type":"text","text":"hi"}],"resultType":"complete"}"#,
             r#"{"content":[{"type":"text","text":"s"}],"structuredContent":{"content":[{"type":"text","text":"nested"}]}}"#,
             r#"{"tools":[],"content":[{"type":"text","text":"x"}],"more":[1]}"#,
             // The server's own members named as the reader's are kept.
@@ -376,6 +442,10 @@ mod tests {
             r#"{"content":[{"type":"text","text":"hi"}],"isError":false,"x":1}"#,
             r#"{"content":[{"type":"text","text":"hi"}],"isError":false,"isError":true}"#,
             r#"{"content":[{"type":"text","text":"hi"}],"x":1,"isError":false}"#,
+            r#"{"resultType":"complete","isError":true,"content":[{"type":"text","text":"hi"}]}"#,
+            r#"{"resultType":"complete","content":[{"type":"text","text":"hi"}],"resultType":"complete"}"#,
+            r#"{"content":[{"type":"text","text":"hi"}],"resultType":"input_required"}"#,
+            r#"{"isError":false,"resultType":"complete","content":[{"type":"text","text":"hi"}],"x":null}"#,
         ];
         // Kept as no map at all (`bare`): the text alone, or with
         // `"isError":false` after it.
@@ -387,6 +457,12 @@ mod tests {
             r#"{"content":[{"t\u0079pe":"te\u0078t","text":"escaped names"}]}"#,
             r#"{ "content" : [ { "type" : "text" , "text" : "spaced" } ] }"#,
             r#"{ "content" : [ { "type" : "text" , "text" : "spaced" } ] , "isError" : false }"#,
+            // 2026-07-28 results carry `resultType`: any order of the three.
+            r#"{"isError":false,"content":[{"type":"text","text":"hi"}],"resultType":"complete"}"#,
+            r#"{"content":[{"type":"text","text":"hi"}],"resultType":"complete"}"#,
+            r#"{"resultType":"complete","content":[{"type":"text","text":"hi"}]}"#,
+            r#"{"resultType":"complete","isError":false,"content":[{"type":"text","text":"hi"}]}"#,
+            r#"{"content":[{"type":"text","text":"hi"}],"isError":false,"resultType":"complete"}"#,
         ];
         let general = [
             r#"{"content":[{"text":"hi","type":"text"}]}"#,
@@ -422,6 +498,12 @@ mod tests {
             // Results that are arrays, some shaped as the bare form.
             r#"["hi"]"#,
             r#"["hi",false]"#,
+            r#"["hi",12]"#,
+            r#"["hi",321]"#,
+            // No content, or one that is not a text block.
+            r#"{"isError":false,"resultType":"complete"}"#,
+            r#"{"resultType":"complete","content":[]}"#,
+            r#"{"resultType":"complete","isError":false,"content":"x"}"#,
             r#"[1,2]"#,
             r#"[]"#,
             r#"{"io.github.skald-mcp/array":["hi"]}"#,
@@ -446,6 +528,51 @@ mod tests {
             crate::jsonrpc_cap::restore(&mut read);
             let sent: Value = serde_json::from_str(result).unwrap();
             assert_eq!(read.to_string(), sent.to_string(), "{result}");
+        }
+    }
+
+    /// Every order of the members a bare result may have comes back from
+    /// its code, and no other code is taken for one.
+    #[test]
+    fn every_bare_order_round_trips() {
+        use Bare::*;
+        let orders: [&[Bare]; 11] = [
+            &[Content],
+            &[Content, IsErrorFalse],
+            &[IsErrorFalse, Content],
+            &[Content, Complete],
+            &[Complete, Content],
+            &[Content, IsErrorFalse, Complete],
+            &[Content, Complete, IsErrorFalse],
+            &[IsErrorFalse, Content, Complete],
+            &[IsErrorFalse, Complete, Content],
+            &[Complete, Content, IsErrorFalse],
+            &[Complete, IsErrorFalse, Content],
+        ];
+        for order in orders {
+            let mut v = bare("t".into(), order);
+            let mut restored = v.clone();
+            restore(&mut restored);
+            let names: Vec<&str> = restored
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let expected: Vec<&str> = order
+                .iter()
+                .map(|m| match m {
+                    Content => "content",
+                    IsErrorFalse => "isError",
+                    Complete => "resultType",
+                })
+                .collect();
+            assert_eq!(names, expected, "{order:?}");
+            assert_eq!(take_bare(&mut v).as_deref(), Some("t"), "{order:?}");
+        }
+        for code in [0, 1, 2, 3, 11, 22, 23, 32, 112, 121, 4, 14, 1234, 1000, 103] {
+            let mut v = serde_json::json!(["t", code]);
+            assert_eq!(take_bare(&mut v), None, "{code}");
         }
     }
 
@@ -523,11 +650,13 @@ mod generated {
         }
         /// A name or string, often one the reader looks for.
         fn word(&mut self) -> String {
-            const WORDS: [&str; 9] = [
+            const WORDS: [&str; 11] = [
                 "content",
                 "type",
                 "text",
                 "isError",
+                "resultType",
+                "complete",
                 "structuredContent",
                 TEXT_ONLY,
                 "t\\u0065xt",
