@@ -650,7 +650,7 @@ pub(crate) fn encode_request_direct(
     /// `Serialize` escaped each of them on every request).
     fn write<P: serde::Serialize>(out: &mut Vec<u8>, id: i64, method: &str, params: Option<P>) {
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        out.extend_from_slice(itoa(id, &mut [0u8; 20]));
+        serde_json::to_writer(&mut *out, &id).expect("an integer always serialises");
         out.extend_from_slice(br#","method":"#);
         serde_json::to_writer(&mut *out, method).expect("a string always serialises");
         if let Some(p) = params {
@@ -677,25 +677,6 @@ pub(crate) fn encode_request_direct(
     }
     out.push(b'\n');
     out
-}
-
-/// `n` in decimal, written at the end of `buf` (20 bytes hold any `i64`).
-fn itoa(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    &buf[at..]
 }
 
 /// A request as a JSON value.

@@ -244,22 +244,12 @@ impl<'de> Visitor<'de> for Build {
             let mut order = [Bare::Content; 3];
             let mut n = 0;
             let mut text = None;
-            // What the members read so far were, into `out`.
+            // What the members read so far were, into `out` (the text as
+            // the compact member).
             let held = |out: &mut Map<String, Value>, order: &[Bare], text: &mut Option<String>| {
-                for m in order {
-                    match m {
-                        Bare::Content => {
-                            let t = text.take().unwrap_or_default();
-                            out.insert(TEXT_ONLY.to_owned(), Value::String(t));
-                        }
-                        Bare::IsErrorFalse => {
-                            out.insert("isError".to_owned(), Value::Bool(false));
-                        }
-                        Bare::Complete => {
-                            out.insert("resultType".to_owned(), Value::from("complete"));
-                        }
-                    }
-                }
+                crate::text_content::put_members(out, order, text, |t| {
+                    (TEXT_ONLY.to_owned(), Value::String(t))
+                })
             };
             loop {
                 let Some(key) = map.next_key_seed(Word)? else {
@@ -270,21 +260,12 @@ impl<'de> Visitor<'de> for Build {
                     ahead = Some(None);
                     break;
                 };
-                let member = match &*key {
-                    "content" => Bare::Content,
-                    "isError" => Bare::IsErrorFalse,
-                    "resultType" => Bare::Complete,
-                    _ => {
-                        held(&mut out, &order[..n], &mut text);
-                        ahead = Some(Some(key));
-                        break;
-                    }
-                };
-                if order[..n].contains(&member) {
+                // Not one of the three, or one of them again.
+                let Some(member) = Bare::of(&key).filter(|m| !order[..n].contains(m)) else {
                     held(&mut out, &order[..n], &mut text);
                     ahead = Some(Some(key));
                     break;
-                }
+                };
                 // The member's value, when it is not the one that fits.
                 let other = match member {
                     Bare::Content => match map.next_value_seed(ContentSeed)? {

@@ -68,6 +68,16 @@ pub(crate) enum Bare {
 }
 
 impl Bare {
+    /// The member called `name`, if it is one of a bare result's.
+    pub(crate) fn of(name: &str) -> Option<Bare> {
+        match name {
+            "content" => Some(Bare::Content),
+            "isError" => Some(Bare::IsErrorFalse),
+            "resultType" => Some(Bare::Complete),
+            _ => None,
+        }
+    }
+
     /// Its digit in a bare result's order code.
     fn digit(self) -> u64 {
         match self {
@@ -123,46 +133,51 @@ fn order_of(code: u64) -> Option<([Bare; 3], usize)> {
         .then_some((order, len))
 }
 
+/// The members `order` stands for, into `out` in that order: `content` as
+/// `content` makes it of the text, the others as they were.
+pub(crate) fn put_members(
+    out: &mut Map<String, Value>,
+    order: &[Bare],
+    text: &mut Option<String>,
+    content: fn(String) -> (String, Value),
+) {
+    for m in order {
+        let (name, value) = match m {
+            Bare::Content => content(text.take().unwrap_or_default()),
+            Bare::IsErrorFalse => ("isError".to_owned(), Value::Bool(false)),
+            Bare::Complete => ("resultType".to_owned(), Value::from("complete")),
+        };
+        out.insert(name, value);
+    }
+}
+
+/// The text taken out of a [`bare`] result, and its members in order
+/// (`None`: `v` is not one).
+fn take_parts(v: &mut Value) -> Option<(String, [Bare; 3], usize)> {
+    let Value::Array(items) = v else { return None };
+    let (text, order) = match items.as_mut_slice() {
+        [Value::String(text)] => (text, ([Bare::Content; 3], 1)),
+        [Value::String(text), Value::Number(code)] => (text, code.as_u64().and_then(order_of)?),
+        _ => return None,
+    };
+    Some((std::mem::take(text), order.0, order.1))
+}
+
 /// Takes the text out of a [`bare`] result (`None`: `v` is not one).
 pub(crate) fn take_bare(v: &mut Value) -> Option<String> {
-    let Value::Array(items) = v else { return None };
-    match items.as_mut_slice() {
-        [Value::String(text)] => Some(std::mem::take(text)),
-        [Value::String(text), Value::Number(code)]
-            if code.as_u64().and_then(order_of).is_some() =>
-        {
-            Some(std::mem::take(text))
-        }
-        _ => None,
-    }
+    take_parts(v).map(|(text, ..)| text)
 }
 
 /// Puts the text block back in the place of [`TEXT_ONLY`] in a result
 /// object, and makes a [`bare`] result the object it was read from
 /// (nothing to do for any other value).
 pub(crate) fn restore(v: &mut Value) {
-    if let Value::Array(items) = v {
-        let (order, n) = match items.get(1).and_then(Value::as_u64) {
-            Some(code) => order_of(code).unwrap_or(([Bare::Content; 3], 1)),
-            None => ([Bare::Content; 3], 1),
-        };
-        if let Some(text) = take_bare(v) {
+    if v.is_array() {
+        if let Some((text, order, n)) = take_parts(v) {
             let mut obj = Map::with_capacity(n);
-            let mut text = Some(text);
-            for m in &order[..n] {
-                match m {
-                    Bare::Content => {
-                        let t = text.take().unwrap_or_default();
-                        obj.insert("content".to_owned(), block(t));
-                    }
-                    Bare::IsErrorFalse => {
-                        obj.insert("isError".to_owned(), Value::Bool(false));
-                    }
-                    Bare::Complete => {
-                        obj.insert("resultType".to_owned(), Value::from("complete"));
-                    }
-                }
-            }
+            put_members(&mut obj, &order[..n], &mut Some(text), |t| {
+                ("content".to_owned(), block(t))
+            });
             *v = Value::Object(obj);
         }
         return;

@@ -25,20 +25,27 @@ thread_local! {
     static CALL_PARAMS: std::cell::Cell<Option<Value>> = const { std::cell::Cell::new(None) };
 }
 
+/// The name and the arguments of a params object [`call_params`] made,
+/// when it still has just those two members.
+fn name_and_arguments(params: &mut Value) -> Option<(&mut String, &mut Value)> {
+    // The members in the order they were inserted (`preserve_order`):
+    // reached without looking their names up.
+    let mut members = params.as_object_mut()?.values_mut();
+    match (members.next(), members.next(), members.next()) {
+        (Some(Value::String(n)), Some(a), None) => Some((n, a)),
+        _ => None,
+    }
+}
+
 /// `{"name": name, "arguments": arguments}`, in the object kept by
 /// [`CALL_PARAMS`] when there is one.
 fn call_params(name: &str, arguments: Value) -> Value {
-    if let Some(Value::Object(mut m)) = CALL_PARAMS.with(std::cell::Cell::take) {
-        // The members in the order they were inserted (`preserve_order`):
-        // set without looking their names up.
-        let mut members = m.values_mut();
-        if let (Some(Value::String(n)), Some(a), None) =
-            (members.next(), members.next(), members.next())
-        {
+    if let Some(mut params) = CALL_PARAMS.with(std::cell::Cell::take) {
+        if let Some((n, a)) = name_and_arguments(&mut params) {
             n.clear();
             n.push_str(name);
             *a = arguments;
-            return Value::Object(m);
+            return params;
         }
     }
     Value::Object(serde_json::Map::from_iter([
@@ -51,15 +58,10 @@ fn call_params(name: &str, arguments: Value) -> Value {
 /// its arguments dropped, when it still has just its two members and a
 /// short name.
 fn keep_call_params(mut params: Value) {
-    if let Value::Object(m) = &mut params {
-        let mut members = m.values_mut();
-        if let (Some(Value::String(n)), Some(a), None) =
-            (members.next(), members.next(), members.next())
-        {
-            if n.capacity() <= KEPT_NAME_MAX {
-                *a = Value::Null;
-                CALL_PARAMS.with(|c| c.set(Some(params)));
-            }
+    if let Some((n, a)) = name_and_arguments(&mut params) {
+        if n.capacity() <= KEPT_NAME_MAX {
+            *a = Value::Null;
+            CALL_PARAMS.with(|c| c.set(Some(params)));
         }
     }
 }
