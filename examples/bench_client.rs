@@ -508,11 +508,7 @@ impl RawPipe {
     /// The bytes skald-mcp writes for `call_tool("echo", {"size": size})`.
     fn call_bytes(&mut self, size: usize) -> Vec<u8> {
         self.next_id += 1;
-        format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}}}}}}\n",
-            self.next_id
-        )
-        .into_bytes()
+        call_line(self.next_id, size, false)
     }
 
     fn call(&mut self, size: usize) {
@@ -524,18 +520,7 @@ impl RawPipe {
     /// The bytes of call `id` in this run's era, without a pipe (for the
     /// HTTP floor).
     fn modern_or_legacy_bytes(id: u64, size: usize) -> Vec<u8> {
-        if modern() {
-            format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{\"extensions\":{{}}}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"skald-mcp\",\"version\":\"{}\"}},\"io.modelcontextprotocol/logLevel\":\"debug\"}}}}}}\n",
-                env!("CARGO_PKG_VERSION")
-            )
-            .into_bytes()
-        } else {
-            format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}}}}}}\n"
-            )
-            .into_bytes()
-        }
+        call_line(id, size, modern())
     }
 
     /// The bytes of a call in this run's era.
@@ -547,17 +532,31 @@ impl RawPipe {
         }
     }
 
-    /// [`call_bytes`](Self::call_bytes) as a modern (2026-07-28) request:
-    /// the `_meta` this client sends, byte for byte.
+    /// [`call_bytes`](Self::call_bytes) as a modern (2026-07-28) request.
     fn call_bytes_modern(&mut self, size: usize) -> Vec<u8> {
         self.next_id += 1;
+        call_line(self.next_id, size, true)
+    }
+}
+
+/// The line skald-mcp writes for `call_tool("echo", {"size": size})` as
+/// request `id`; with `modern`, the `_meta` it sends in the 2026-07-28 era,
+/// byte for byte (check with a server that logs its input when the
+/// client's capabilities change: until stop 45 the floor sent an empty
+/// `extensions` where the client declares the tasks extension).
+fn call_line(id: u64, size: usize, modern: bool) -> Vec<u8> {
+    let meta = if modern {
         format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{\"extensions\":{{}}}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"skald-mcp\",\"version\":\"{}\"}},\"io.modelcontextprotocol/logLevel\":\"debug\"}}}}}}\n",
-            self.next_id,
+            ",\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{\"extensions\":{{\"io.modelcontextprotocol/tasks\":{{}}}}}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"skald-mcp\",\"version\":\"{}\"}},\"io.modelcontextprotocol/logLevel\":\"debug\"}}",
             env!("CARGO_PKG_VERSION")
         )
-        .into_bytes()
-    }
+    } else {
+        String::new()
+    };
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"size\":{size}}}{meta}}}}}\n"
+    )
+    .into_bytes()
 }
 
 /// The raw floor of the era comparison: the reply awaited by spinning (as
