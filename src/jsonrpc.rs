@@ -257,9 +257,15 @@ fn decode_usual_response(bytes: &[u8]) -> Option<Incoming> {
     let (number, rest) = rest.split_at(end);
     let id = usual_id(number)?;
     let rest = rest.strip_prefix(USUAL_RESULT_MEMBER)?;
-    let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<EnvelopedResult>();
+    // Checked as UTF-8 once, as a whole, and then read as text: reading
+    // bytes, serde_json checks every string on its own (a call's result
+    // has six or more; the per-string checks were a twentieth of a 128-byte
+    // call's instructions). Invalid UTF-8 anywhere fails the line either
+    // way (the envelope's reading then names it).
+    let rest = std::str::from_utf8(rest).ok()?;
+    let mut values = serde_json::Deserializer::from_str(rest).into_iter::<EnvelopedResult>();
     let EnvelopedResult(result) = values.next()?.ok()?;
-    let tail = &rest[values.byte_offset()..];
+    let tail = &rest.as_bytes()[values.byte_offset()..];
     let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
     let close = tail.iter().position(|b| !is_ws(b))?;
     (tail[close] == b'}' && tail[close + 1..].iter().all(is_ws)).then_some(Incoming::Response {
@@ -961,6 +967,49 @@ mod tests {
             (e.code, e.message.as_str(), e.data),
             (-32601, "nope", Some(json!([1])))
         );
+    }
+
+    /// The usual layout is checked as UTF-8 as a whole (then read as
+    /// text): text that is valid comes through as it was sent, escapes
+    /// included; a bad byte anywhere in the line fails it with the
+    /// envelope's error, as it did when each string was checked alone.
+    #[test]
+    fn the_usual_layout_and_utf8() {
+        let good = "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"h\u{e9}llo \\u2713 \u{1f389} \\ud83c\\udf89\"}]}}";
+        let msgs: [Incoming; 1] = decode(good.as_bytes()).unwrap().try_into().unwrap();
+        let [Incoming::Response { outcome, .. }] = msgs else {
+            panic!("one response")
+        };
+        let mut v = outcome.unwrap();
+        crate::jsonrpc_cap::restore(&mut v);
+        assert_eq!(
+            v["content"][0]["text"],
+            "h\u{e9}llo \u{2713} \u{1f389} \u{1f389}"
+        );
+        let line = |bad: &[u8], at_end: bool| {
+            let mut l = br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"a"#
+                .to_vec();
+            if !at_end {
+                l.extend_from_slice(bad);
+            }
+            l.extend_from_slice(br#""}]}}"#);
+            if at_end {
+                l.extend_from_slice(bad);
+            }
+            l
+        };
+        for bad in [&b"\xff"[..], b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"] {
+            let e = decode(&line(bad, false)).unwrap_err();
+            assert!(
+                e.message.contains("invalid UTF-8"),
+                "{bad:?}: {}",
+                e.message
+            );
+            assert!(
+                decode(&line(bad, true)).is_err(),
+                "{bad:?} after the response"
+            );
+        }
     }
 
     #[test]
