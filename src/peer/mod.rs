@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 mod cache;
 mod handlers;
+mod ids;
 mod listen;
 mod mrtr;
 mod negotiate;
@@ -256,7 +257,7 @@ pub(crate) struct Peer {
     out: Box<dyn Outbound>,
     client_capabilities: Value,
     next_id: AtomicI64,
-    pending: Mutex<HashMap<i64, Pending>>,
+    pending: Mutex<HashMap<i64, Pending, ids::BuildIdHasher>>,
     dead: AtomicBool,
     dead_reason: Mutex<Option<String>>,
     /// What the handshake or the probe agreed; `None` until then.
@@ -391,7 +392,7 @@ impl Peer {
             out,
             client_capabilities,
             next_id: AtomicI64::new(1),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::default()),
             dead: AtomicBool::new(false),
             dead_reason: Mutex::new(None),
             init: RwLock::new(None),
