@@ -263,9 +263,17 @@ fn decode_usual_response(bytes: &[u8]) -> Option<Incoming> {
     // call's instructions). Invalid UTF-8 anywhere fails the line either
     // way (the envelope's reading then names it).
     let rest = std::str::from_utf8(rest).ok()?;
-    let mut values = serde_json::Deserializer::from_str(rest).into_iter::<EnvelopedResult>();
-    let EnvelopedResult(result) = values.next()?.ok()?;
-    let tail = &rest.as_bytes()[values.byte_offset()..];
+    // The usual `tools/call` answer byte by byte; any other through serde.
+    let (result, end) = match crate::usual_result::read(rest) {
+        Some(read) => read,
+        None => {
+            let mut values =
+                serde_json::Deserializer::from_str(rest).into_iter::<EnvelopedResult>();
+            let EnvelopedResult(result) = values.next()?.ok()?;
+            (result, values.byte_offset())
+        }
+    };
+    let tail = &rest.as_bytes()[end..];
     let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
     let close = tail.iter().position(|b| !is_ws(b))?;
     (tail[close] == b'}' && tail[close + 1..].iter().all(is_ws)).then_some(Incoming::Response {

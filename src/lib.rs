@@ -79,6 +79,7 @@ mod task;
 mod text_content;
 mod threads;
 mod tool;
+mod usual_result;
 
 // The parsers the fuzz targets drive (`fuzz/`): public only with the
 // `fuzzing` feature, not part of the stable API.
