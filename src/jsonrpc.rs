@@ -11,6 +11,8 @@ use std::fmt;
 
 use serde_json::{json, Map, Value};
 
+use crate::json_write;
+
 /// A JSON-RPC request id. This client only ever sends numbers; servers may
 /// use strings for their own requests.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -567,83 +569,105 @@ struct ParamsOut<'a> {
     extra: MetaExtra<'a>,
 }
 
-impl serde::Serialize for ParamsOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(None)?;
+impl ParamsOut<'_> {
+    /// Writes the params object: its members but `_meta` in their order,
+    /// then `_meta` ([`MetaOut`]).
+    fn write(&self, out: &mut Vec<u8>) {
         let user_meta = self
             .params
             .and_then(|p| crate::json::map_member(p, "_meta"))
             .and_then(Value::as_object);
+        let mut obj = json_write::Object::open(out);
         if let Some(p) = self.params {
             for (k, v) in p {
                 if k != "_meta" {
-                    m.serialize_entry(k, v)?;
+                    obj.key(out, k);
+                    json_write::value(out, v);
                 }
             }
         }
-        m.serialize_entry(
-            "_meta",
-            &MetaOut {
-                user: user_meta,
-                extra: self.extra,
-            },
-        )?;
-        m.end()
+        obj.key(out, "_meta");
+        MetaOut {
+            user: user_meta,
+            extra: self.extra,
+        }
+        .write(out);
+        obj.close(out);
     }
 }
 
+/// A request's `_meta` as it is written: the caller's entries that the
+/// connection does not set, then the shared ones, then the progress token.
 struct MetaOut<'a> {
     user: Option<&'a Map<String, Value>>,
     extra: MetaExtra<'a>,
 }
 
-impl serde::Serialize for MetaOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
+impl MetaOut<'_> {
+    fn write(&self, out: &mut Vec<u8>) {
         if let (None, None, Some(text)) = (
             self.user,
             self.extra.progress_token,
             self.extra.shared.and_then(|sh| sh.text.as_deref()),
         ) {
-            return serde::Serialize::serialize(text, s);
+            out.extend_from_slice(text.get().as_bytes());
+            return;
         }
-        let mut m = s.serialize_map(None)?;
         let shadowed = |k: &str| {
             self.extra.shared.is_some_and(|sh| sh.contains_key(k))
                 || (k == "progressToken" && self.extra.progress_token.is_some())
         };
+        let mut obj = json_write::Object::open(out);
         if let Some(u) = self.user {
             for (k, v) in u {
                 if !shadowed(k) {
-                    m.serialize_entry(k, v)?;
+                    obj.key(out, k);
+                    json_write::value(out, v);
                 }
             }
         }
         if let Some(sh) = self.extra.shared {
             for (k, v) in sh.iter() {
-                m.serialize_entry(k, v)?;
+                obj.key(out, k);
+                json_write::value(out, v);
             }
         }
         if let Some(t) = self.extra.progress_token {
-            m.serialize_entry("progressToken", &t)?;
+            obj.key(out, "progressToken");
+            json_write::number(out, &t.into());
         }
-        m.end()
+        obj.close(out);
     }
 }
 
 /// The params of a request with `extra` merged into its `_meta`, as a value
-/// (for transports that need one; the stdio encoder merges while writing).
-/// `params` must be an object or absent.
+/// (for the paths that need one; [`encode_request_direct`] merges while
+/// writing, and the tests compare the two). `params` must be an object or
+/// absent.
 pub(crate) fn params_value(params: Option<&Value>, extra: MetaExtra<'_>) -> Option<Value> {
     if extra.is_empty() {
         return params.cloned();
     }
-    let out = ParamsOut {
-        params: params.and_then(Value::as_object),
-        extra,
+    let mut p = params
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut meta = match p.shift_remove("_meta") {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
     };
-    serde_json::to_value(&out).ok()
+    if let Some(sh) = extra.shared {
+        for (k, v) in sh.iter() {
+            meta.shift_remove(k);
+            meta.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some(t) = extra.progress_token {
+        meta.shift_remove("progressToken");
+        meta.insert("progressToken".to_owned(), Value::from(t));
+    }
+    p.insert("_meta".to_owned(), Value::Object(meta));
+    Some(Value::Object(p))
 }
 
 /// The bytes [`encode_request_direct`] reserves besides the shared `_meta`.
@@ -659,20 +683,6 @@ pub(crate) fn encode_request_direct(
     params: Option<&Value>,
     extra: MetaExtra<'_>,
 ) -> Vec<u8> {
-    /// The frame with `params` written to `out`. The envelope's names and
-    /// version are constant text, copied rather than escaped (a derived
-    /// `Serialize` escaped each of them on every request).
-    fn write<P: serde::Serialize>(out: &mut Vec<u8>, id: i64, method: &str, params: Option<P>) {
-        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        serde_json::to_writer(&mut *out, &id).expect("an integer always serialises");
-        out.extend_from_slice(br#","method":"#);
-        serde_json::to_writer(&mut *out, method).expect("a string always serialises");
-        if let Some(p) = params {
-            out.extend_from_slice(br#","params":"#);
-            serde_json::to_writer(&mut *out, &p).expect("a JSON value always serialises");
-        }
-        out.push(b'}');
-    }
     // Room for a small request and the shared `_meta`: the buffer is not
     // regrown (and copied) twice on the way, as from `to_vec`'s 128 bytes.
     let shared = extra
@@ -680,16 +690,27 @@ pub(crate) fn encode_request_direct(
         .and_then(|m| m.text.as_ref())
         .map_or(0, |t| t.get().len());
     let mut out = Vec::with_capacity(REQUEST_BUFFER + shared);
+    // The envelope's names and version are constant text, copied rather
+    // than escaped (a derived `Serialize` escaped each of them on every
+    // request).
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    json_write::number(&mut out, &id.into());
+    out.extend_from_slice(br#","method":"#);
+    json_write::string(&mut out, method);
     if extra.is_empty() {
-        write(&mut out, id, method, params);
+        if let Some(p) = params {
+            out.extend_from_slice(br#","params":"#);
+            json_write::value(&mut out, p);
+        }
     } else {
-        let params = ParamsOut {
+        out.extend_from_slice(br#","params":"#);
+        ParamsOut {
             params: params.and_then(Value::as_object),
             extra,
-        };
-        write(&mut out, id, method, Some(params));
+        }
+        .write(&mut out);
     }
-    out.push(b'\n');
+    out.extend_from_slice(b"}\n");
     out
 }
 

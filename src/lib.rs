@@ -61,6 +61,7 @@ mod error;
 mod http;
 mod inbox;
 mod json;
+mod json_write;
 mod jsonrpc_cap;
 mod large_strings;
 mod log;

@@ -15,6 +15,7 @@
 
 use serde_json::Value;
 
+use crate::json_write;
 use crate::text_content::{bare, Bare};
 
 /// `content` as one text block, up to its text.
@@ -76,34 +77,9 @@ pub(crate) fn read(s: &str) -> Option<(Value, usize)> {
 /// The length of the JSON string text at the start of `b` up to its
 /// closing quote, when it needs no unescaping: `None` when a backslash, a
 /// control character (which JSON does not allow unescaped) or the end of
-/// `b` comes first. Eight bytes at a time: a byte that may be one of those
-/// three sends the word to the byte loop.
+/// `b` comes first.
 fn plain_len(b: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGH: u64 = ONES << 7;
-    // A byte of `x` is zero (or, past a zero byte, may seem so): its bit 7
-    // in `zeroish(x)`.
-    let zeroish = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let mut i = 0;
-    while let Some(word) = b[i..].first_chunk::<8>() {
-        let w = u64::from_le_bytes(*word);
-        let quote = zeroish(w ^ (ONES * u64::from(b'"')));
-        let backslash = zeroish(w ^ (ONES * u64::from(b'\\')));
-        // Below 0x20 (bytes from 0x80 up have bit 7 set, cleared by `!w`).
-        let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-        if quote | backslash | control != 0 {
-            break;
-        }
-        i += 8;
-    }
-    for (j, &c) in b[i..].iter().enumerate() {
-        match c {
-            b'"' => return Some(i + j),
-            b'\\' | 0..=0x1f => return None,
-            _ => {}
-        }
-    }
-    None
+    json_write::first_special(b).filter(|&i| b[i] == b'"')
 }
 
 #[cfg(test)]
