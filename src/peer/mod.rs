@@ -8,6 +8,7 @@
 //! of their own, so any number of threads can have requests in flight on one
 //! connection and each response reaches exactly its caller.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -239,7 +240,8 @@ enum Woke {
 }
 
 struct Pending {
-    method: String,
+    /// For the errors that fail the call ([`method_name`]).
+    method: Cow<'static, str>,
     tx: Sender<Tagged>,
     /// Whether the request carried a `progressToken` (its own id): only
     /// then are `notifications/progress` for the id passed on. A server's
@@ -248,6 +250,41 @@ struct Pending {
     /// small channel, when the caller itself reads the response stream,
     /// must never fill up with them).
     wants_progress: bool,
+}
+
+/// `method` for [`Pending`]: the name of a request this client sends
+/// without an allocation (a pending call costs one fewer `malloc` and
+/// `free`), any other method copied.
+fn method_name(method: &str) -> Cow<'static, str> {
+    macro_rules! known {
+        ($($name:literal),* $(,)?) => {
+            match method {
+                $($name => Cow::Borrowed($name),)*
+                other => Cow::Owned(other.to_owned()),
+            }
+        };
+    }
+    known!(
+        "tools/call",
+        "tools/list",
+        "resources/read",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/get",
+        "prompts/list",
+        "completion/complete",
+        "ping",
+        "initialize",
+        "server/discover",
+        "subscriptions/listen",
+        "tasks/get",
+        "tasks/result",
+        "tasks/cancel",
+        "tasks/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "logging/setLevel",
+    )
 }
 
 /// The transport-neutral state of one connection.
@@ -906,7 +943,7 @@ impl Peer {
             p.insert(
                 id,
                 Pending {
-                    method: method.to_owned(),
+                    method: method_name(method),
                     tx,
                     wants_progress: extra.progress_token.is_some(),
                 },
@@ -1189,7 +1226,7 @@ impl Peer {
                     *id,
                     CallEvent::Failed(McpError::Protocol {
                         server: self.name.clone(),
-                        method: Some(p.method),
+                        method: Some(p.method.into_owned()),
                         message: e.message.clone(),
                     }),
                 ));

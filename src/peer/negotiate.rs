@@ -125,7 +125,7 @@ impl Peer {
             p.insert(
                 id,
                 Pending {
-                    method: method.to_owned(),
+                    method: super::method_name(method),
                     tx,
                     wants_progress: false,
                 },
