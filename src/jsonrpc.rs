@@ -1041,6 +1041,29 @@ mod tests {
         }
     }
 
+    /// `serde_json` (with `raw_value`, which the crate enables) reads an
+    /// object whose first member is `$serde_json::private::RawValue` as the
+    /// JSON in its string; the result reader reads it as the object it is,
+    /// in the usual layout and through the envelope (a fuzz finding of the
+    /// differential target `call_result_read`, whose reference is
+    /// `serde_json`'s reading: such inputs are left out there).
+    #[test]
+    fn a_raw_value_look_alike_is_an_object() {
+        let result = r#"{"$serde_json::private::RawValue":"[\"hi\"]"}"#;
+        for frame in [
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#),
+            format!(r#"{{"id":1,"result":{result},"jsonrpc":"2.0"}}"#),
+        ] {
+            let msgs: [Incoming; 1] = decode(frame.as_bytes()).unwrap().try_into().unwrap();
+            let [Incoming::Response { outcome, .. }] = msgs else {
+                panic!("one response")
+            };
+            let mut v = outcome.unwrap();
+            crate::jsonrpc_cap::restore(&mut v);
+            assert_eq!(v.to_string(), result, "{frame}");
+        }
+    }
+
     #[test]
     fn malformed() {
         assert!(one("garbage").unwrap_err().message.contains("invalid JSON"));
