@@ -66,6 +66,7 @@ mod jsonrpc_cap;
 mod large_strings;
 mod log;
 mod mcp_json;
+mod methods;
 mod notification;
 mod peer;
 mod poll;

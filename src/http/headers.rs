@@ -43,35 +43,6 @@ pub(super) fn params_version(params: &Value) -> Option<&str> {
 /// typical request cost one allocation (its name), not one per header.
 pub(crate) type Header = (Cow<'static, str>, Cow<'static, str>);
 
-/// Methods whose `Mcp-Method` value (and whose name in a request being
-/// posted) is borrowed, not copied.
-pub(super) const KNOWN_METHODS: &[&str] = &[
-    "initialize",
-    "tools/call",
-    "tools/list",
-    "resources/read",
-    "resources/list",
-    "resources/templates/list",
-    "prompts/get",
-    "prompts/list",
-    "completion/complete",
-    "ping",
-    "server/discover",
-    "subscriptions/listen",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "tasks/list",
-];
-
-/// `s` as the constant of `known` equal to it, else copied.
-pub(super) fn constant_or_owned(s: &str, known: &[&'static str]) -> Cow<'static, str> {
-    match known.iter().find(|k| **k == s) {
-        Some(k) => Cow::Borrowed(k),
-        None => Cow::Owned(s.to_owned()),
-    }
-}
-
 /// The headers of a modern request of `method` with `params`, declaring
 /// protocol `version` (`None`: no version header). `input_schema`:
 /// the called tool's `inputSchema`, for `tools/call`, when known.
@@ -85,13 +56,10 @@ pub(super) fn request_headers(
     if let Some(v) = version {
         h.push((
             VERSION_HEADER.into(),
-            constant_or_owned(v, crate::limits::MODERN_PROTOCOL_VERSIONS),
+            crate::methods::constant_or_owned(v, crate::limits::MODERN_PROTOCOL_VERSIONS),
         ));
     }
-    h.push((
-        METHOD_HEADER.into(),
-        constant_or_owned(method, KNOWN_METHODS),
-    ));
+    h.push((METHOD_HEADER.into(), crate::methods::name(method)));
     let name = match method {
         "tools/call" | "prompts/get" => params.and_then(|p| member(p, "name")),
         "resources/read" => params.and_then(|p| member(p, "uri")),

@@ -785,7 +785,7 @@ impl Shared {
         let job = Job {
             body,
             id,
-            method: headers::constant_or_owned(method, headers::KNOWN_METHODS),
+            method: crate::methods::name(method),
             timeout: deadline.saturating_duration_since(Instant::now()),
             modern,
             inline_deadline: inline.then_some(deadline),

@@ -240,7 +240,8 @@ enum Woke {
 }
 
 struct Pending {
-    /// For the errors that fail the call ([`method_name`]).
+    /// For the errors that fail the call (`methods::name`: no copy for a
+    /// known request).
     method: Cow<'static, str>,
     tx: Sender<Tagged>,
     /// Whether the request carried a `progressToken` (its own id): only
@@ -250,41 +251,6 @@ struct Pending {
     /// small channel, when the caller itself reads the response stream,
     /// must never fill up with them).
     wants_progress: bool,
-}
-
-/// `method` for [`Pending`]: the name of a request this client sends
-/// without an allocation (a pending call costs one fewer `malloc` and
-/// `free`), any other method copied.
-fn method_name(method: &str) -> Cow<'static, str> {
-    macro_rules! known {
-        ($($name:literal),* $(,)?) => {
-            match method {
-                $($name => Cow::Borrowed($name),)*
-                other => Cow::Owned(other.to_owned()),
-            }
-        };
-    }
-    known!(
-        "tools/call",
-        "tools/list",
-        "resources/read",
-        "resources/list",
-        "resources/templates/list",
-        "prompts/get",
-        "prompts/list",
-        "completion/complete",
-        "ping",
-        "initialize",
-        "server/discover",
-        "subscriptions/listen",
-        "tasks/get",
-        "tasks/result",
-        "tasks/cancel",
-        "tasks/list",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "logging/setLevel",
-    )
 }
 
 /// The transport-neutral state of one connection.
@@ -943,7 +909,7 @@ impl Peer {
             p.insert(
                 id,
                 Pending {
-                    method: method_name(method),
+                    method: crate::methods::name(method),
                     tx,
                     wants_progress: extra.progress_token.is_some(),
                 },

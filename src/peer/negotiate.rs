@@ -125,7 +125,7 @@ impl Peer {
             p.insert(
                 id,
                 Pending {
-                    method: super::method_name(method),
+                    method: crate::methods::name(method),
                     tx,
                     wants_progress: false,
                 },
