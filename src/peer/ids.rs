@@ -4,10 +4,11 @@
 //! callers waiting for them; it is written twice per call (inserted when
 //! the request is sent, removed when its response comes). The standard
 //! hasher (SipHash, made to resist keys chosen by an attacker) cost about
-//! 140 instructions per use, 2.5 % of a 128-byte stdio call. An attacker
-//! cannot choose these keys: only this client inserts them, and a server
-//! can only make it look up an id, whose cost depends on the keys already
-//! in the table (consecutive integers, spread evenly by the hash below).
+//! 140 instructions per use (two uses a call: 2.5 % of a 128-byte stdio
+//! call). An attacker cannot choose these keys: only this client inserts
+//! them, and a server can only make it look up an id, whose cost depends
+//! on the keys already in the table (consecutive integers, spread evenly
+//! by the hash below).
 
 use std::hash::{BuildHasherDefault, Hasher};
 
