@@ -505,10 +505,11 @@ impl RawPipe {
         self.recv();
     }
 
-    /// The bytes skald-mcp writes for `call_tool("echo", {"size": size})`.
-    fn call_bytes(&mut self, size: usize) -> Vec<u8> {
+    /// The bytes skald-mcp writes for `call_tool("echo", {"size": size})`
+    /// as the next request, in the 2026-07-28 era with `modern`.
+    fn call_bytes(&mut self, size: usize, modern: bool) -> Vec<u8> {
         self.next_id += 1;
-        call_line(self.next_id, size, false)
+        call_line(self.next_id, size, modern)
     }
 
     fn call(&mut self, size: usize) {
@@ -517,25 +518,9 @@ impl RawPipe {
         self.recv();
     }
 
-    /// The bytes of call `id` in this run's era, without a pipe (for the
-    /// HTTP floor).
-    fn modern_or_legacy_bytes(id: u64, size: usize) -> Vec<u8> {
-        call_line(id, size, modern())
-    }
-
     /// The bytes of a call in this run's era.
     fn era_call_bytes(&mut self, size: usize) -> Vec<u8> {
-        if modern() {
-            self.call_bytes_modern(size)
-        } else {
-            self.call_bytes(size)
-        }
-    }
-
-    /// [`call_bytes`](Self::call_bytes) as a modern (2026-07-28) request.
-    fn call_bytes_modern(&mut self, size: usize) -> Vec<u8> {
-        self.next_id += 1;
-        call_line(self.next_id, size, true)
+        self.call_bytes(size, modern())
     }
 }
 
@@ -568,11 +553,7 @@ fn floor_seq_spin(server: &str, size: usize, n: usize, modern: bool) -> Vec<Dura
     p.handshake();
     p.set_nonblocking();
     timed(n, || {
-        let b = if modern {
-            p.call_bytes_modern(size)
-        } else {
-            p.call_bytes(size)
-        };
+        let b = p.call_bytes(size, modern);
         p.send(&b);
         p.recv_spin();
     })
@@ -1025,7 +1006,7 @@ fn in_era<T>(modern: bool, f: impl FnOnce() -> T) -> T {
 
 /// The body of one 128 B echo call in this run's era.
 fn http_call_body(id: u64) -> String {
-    let mut p = String::from_utf8(RawPipe::modern_or_legacy_bytes(id, 128)).unwrap();
+    let mut p = String::from_utf8(call_line(id, 128, modern())).unwrap();
     p.pop(); // the newline of the stdio framing
     p
 }
