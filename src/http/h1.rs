@@ -898,10 +898,9 @@ fn framing(status: StatusCode, headers: &ureq::http::HeaderMap) -> Result<Framin
                 .to_str()
                 .ok()
                 .and_then(|v| v.split(',').map(str::trim).rfind(|t| !t.is_empty()));
-            chunked_or_not = match (last, chunked_or_not) {
-                (Some(t), _) => Some(t.eq_ignore_ascii_case("chunked")),
-                (None, seen) => Some(seen.unwrap_or(false)),
-            };
+            // A line without a coding leaves the last one as it was.
+            let before = chunked_or_not.unwrap_or(false);
+            chunked_or_not = Some(last.map_or(before, |t| t.eq_ignore_ascii_case("chunked")));
         } else if name == CONTENT_LENGTH {
             length = length.and_then(|known| content_length(value, known));
         }
