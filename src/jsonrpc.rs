@@ -642,32 +642,19 @@ impl MetaOut<'_> {
 
 /// The params of a request with `extra` merged into its `_meta`, as a value
 /// (for the paths that need one; [`encode_request_direct`] merges while
-/// writing, and the tests compare the two). `params` must be an object or
-/// absent.
+/// writing): what [`ParamsOut`] writes, read back, so the merge has one
+/// rule. `params` must be an object or absent.
 pub(crate) fn params_value(params: Option<&Value>, extra: MetaExtra<'_>) -> Option<Value> {
     if extra.is_empty() {
         return params.cloned();
     }
-    let mut p = params
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let mut meta = match p.shift_remove("_meta") {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    if let Some(sh) = extra.shared {
-        for (k, v) in sh.iter() {
-            meta.shift_remove(k);
-            meta.insert(k.clone(), v.clone());
-        }
+    let mut out = Vec::new();
+    ParamsOut {
+        params: params.and_then(Value::as_object),
+        extra,
     }
-    if let Some(t) = extra.progress_token {
-        meta.shift_remove("progressToken");
-        meta.insert("progressToken".to_owned(), Value::from(t));
-    }
-    p.insert("_meta".to_owned(), Value::Object(meta));
-    Some(Value::Object(p))
+    .write(&mut out);
+    serde_json::from_slice(&out).ok()
 }
 
 /// The bytes [`encode_request_direct`] reserves besides the shared `_meta`.
