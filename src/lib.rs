@@ -58,6 +58,7 @@ mod connect;
 mod elicitation;
 mod era;
 mod error;
+mod handoff;
 mod http;
 mod inbox;
 mod json;

@@ -63,6 +63,7 @@ use serde_json::Value;
 use crate::client::ClientOptions;
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{McpError, Result};
+use crate::handoff::handoff;
 use crate::jsonrpc;
 use crate::limits::READER_THREAD_STACK;
 use crate::peer::{client_capabilities, InlineRead, Outbound, Peer, SendFailure};
@@ -365,8 +366,8 @@ impl McpServer {
         let closing = Arc::new(AtomicBool::new(false));
         let (reader_done_tx, reader_done) = bounded::<()>(0);
         let (all_done_tx, all_done) = bounded::<()>(0);
-        let (started_tx, started_rx) = bounded::<io::Result<Started>>(1);
-        let (serve_tx, serve_rx) = bounded::<Serve>(1);
+        let (started_tx, started_rx) = handoff::<io::Result<Started>>();
+        let (serve_tx, serve_rx) = handoff::<Serve>();
 
         // The I/O thread starts the child itself: the kernel's death signal
         // (`PR_SET_PDEATHSIG`) follows the thread that started a child, and
@@ -399,7 +400,7 @@ impl McpServer {
                     stderr,
                 }));
                 reserve_fd_table_once();
-                let serve = handed.ok().and_then(|()| serve_rx.recv().ok());
+                let serve = handed.ok().and_then(|()| serve_rx.recv());
                 let Some(Serve {
                     peer,
                     stdin,
@@ -425,7 +426,7 @@ impl McpServer {
             })
             .map_err(spawn_error)?
         };
-        let started = started_rx.recv().unwrap_or_else(|_| {
+        let started = started_rx.recv().unwrap_or_else(|| {
             Err(io::Error::other(
                 "the I/O thread ended before the server started",
             ))
