@@ -510,8 +510,9 @@ impl McpSseServer {
     /// bounded by [`ClientOptions::start_timeout`].
     pub fn connect(config: &McpServerConfig, options: ClientOptions) -> Result<McpSseServer> {
         let server = McpSseServer::new(config, options)?;
-        match server.peer.initialize() {
-            Ok(info) => {
+        match server.peer.negotiation() {
+            Ok(n) => {
+                let info = &n.info;
                 server.peer.lifecycle(format!(
                     "connected to {} over HTTP+SSE (protocol {}, server {} {})",
                     server.shared.shown_url,

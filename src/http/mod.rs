@@ -1603,8 +1603,9 @@ impl McpHttpServer {
     /// [`ClientOptions::start_timeout`].
     pub fn connect(config: &McpServerConfig, options: ClientOptions) -> Result<McpHttpServer> {
         let server = McpHttpServer::new(config, options)?;
-        match server.peer.initialize() {
-            Ok(info) => {
+        match server.peer.negotiation() {
+            Ok(n) => {
+                let info = &n.info;
                 server.peer.lifecycle(format!(
                     "connected to {} ({} era, protocol {}, server {} {}, {})",
                     server.shared.shown_url,

@@ -1109,20 +1109,26 @@ impl Peer {
     /// `server/discover` probe and/or the `initialize` handshake (see
     /// [`crate::era`]).
     pub(crate) fn initialize(&self) -> Result<InitializeInfo> {
+        self.negotiation().map(|n| n.info.clone())
+    }
+
+    /// [`Peer::initialize`] without a copy of what was agreed: the
+    /// connects only read it for their log line (a copy was nine
+    /// allocations of every start).
+    pub(crate) fn negotiation(&self) -> Result<Arc<Negotiated>> {
         if let Some(n) = self.init.read().as_ref() {
-            return Ok(n.info.clone());
+            return Ok(Arc::clone(n));
         }
         let _serial = self.init_lock.lock();
         if let Some(n) = self.init.read().as_ref() {
-            return Ok(n.info.clone());
+            return Ok(Arc::clone(n));
         }
-        let n = self.negotiate()?;
-        let info = n.info.clone();
-        *self.init.write() = Some(Arc::new(n));
-        if info.era == Era::Modern {
+        let n = Arc::new(self.negotiate()?);
+        *self.init.write() = Some(Arc::clone(&n));
+        if n.info.era == Era::Modern {
             self.listen_after_discover();
         }
-        Ok(info)
+        Ok(n)
     }
 
     /// Forgets the handshake so the next request performs it again (HTTP

@@ -308,8 +308,9 @@ impl McpServer {
     /// [`ClientOptions::start_timeout`]. On failure the child is killed.
     pub fn connect(config: &McpServerConfig, options: ClientOptions) -> Result<McpServer> {
         let server = McpServer::spawn(config, options)?;
-        match server.peer.initialize() {
-            Ok(info) => {
+        match server.peer.negotiation() {
+            Ok(n) => {
+                let info = &n.info;
                 server.peer.lifecycle(format!(
                     "connected (pid {}, {} era, protocol {}, server {} {})",
                     server.pid,
