@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Instructions the client spends per sequential 128 B `tools/call`, counted
+# Instructions the client spends per sequential 128 B `tools/call` (or per
+# stdio server started and closed, `start`), counted
 # by callgrind: deterministic to about 0.1 %, where wall-clock A/B runs on
 # a shared 2-core VM move by tens of percent. The count is that of the
 # client process (all its threads, user space only; the echo server is
@@ -7,7 +8,12 @@
 # work, not polling: the difference between a full and a --quick run of
 # bench_client, divided by the calls between them.
 #
-#   benches/instructions.sh [BENCH_CLIENT] [http|stdio] [legacy|modern]
+#   benches/instructions.sh [BENCH_CLIENT] [http|stdio|start] [legacy|modern]
+#
+# `start`: one server started (spawn, handshake, `tools/list`) and closed,
+# one after the other (the `cold` scenario, 30 starts against 10). Its era
+# is remembered after the first, as a host's restart of a server would
+# find it, so these starts make no `server/discover` probe.
 #
 # Needs valgrind. BENCH_CLIENT defaults to this checkout's release build
 # (cargo build --release --example bench_client; the echo server is built
@@ -23,7 +29,9 @@ case $what in
   # `timed` makes n + n/10 + 5 calls: 3000 and 500 (http), 5000 and 1000 (stdio).
   http) args=(--only http); calls=2750 ;;
   stdio) args=(--only seq --sizes 128); calls=4400 ;;
-  *) echo "usage: $0 [BENCH_CLIENT] [http|stdio] [legacy|modern]" >&2; exit 2 ;;
+  # `cold` makes 30 starts, and 10 with --quick.
+  start) args=(--only cold); calls=20 ;;
+  *) echo "usage: $0 [BENCH_CLIENT] [http|stdio|start] [legacy|modern]" >&2; exit 2 ;;
 esac
 count() {
   BENCH_SPIN_US=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
@@ -32,4 +40,6 @@ count() {
 }
 full=$(count)
 quick=$(count --quick)
-echo "$what $era: $(( (full - quick) / calls )) instructions per call"
+per=call
+[ "$what" = start ] && per=start
+echo "$what $era: $(( (full - quick) / calls )) instructions per $per"

@@ -315,7 +315,7 @@ fn proc_status(field: &str) -> u64 {
 fn fd_threads() -> u64 {
     threads_by_kind()
         .get("skald-mcp-fds")
-        .map_or(0, |&(_, n)| u64::from(n))
+        .map_or(0, |&(_, n, _)| u64::from(n))
 }
 
 // ---- the raw floor ------------------------------------------------------------
@@ -762,25 +762,42 @@ fn parallel_starts<C: Send + 'static>(
         .collect();
     // `BENCH_CPU=1`: where the client's CPU time in the window went.
     let diag = std::env::var_os("BENCH_CPU").is_some();
-    let cpu0 = process_cpu();
     let before = if diag {
         threads_by_kind()
     } else {
         Default::default()
     };
+    let cpu0 = process_cpu();
     barrier.wait();
+    let w0 = monotonic_s();
     barrier.wait();
+    // Read first: the scans of /proc below are not the client's work.
+    let cpu = process_cpu() - cpu0;
     if diag {
+        // For `perf record --clockid=CLOCK_MONOTONIC` and `perf report
+        // --time`: the window's bounds on that clock.
+        eprintln!("# start50: window {w0:.6},{:.6}", monotonic_s());
+        let (n, us) = children_cpu_us();
+        eprintln!(
+            "# start50: the {n} children's CPU {:.2} ms",
+            us as f64 / 1e3
+        );
+        // Per kind of thread: CPU time, and how many times its threads
+        // were put on a CPU (each a wake-up or a preemption).
         let by: Vec<String> = threads_by_kind()
             .into_iter()
-            .map(|(kind, (us, n))| {
-                let was = before.get(&kind).map_or(0, |b| b.0);
-                format!("{kind} x{n}: {:.2} ms", (us - was.min(us)) as f64 / 1e3)
+            .map(|(kind, (us, n, runs))| {
+                let (was, ran) = before.get(&kind).map_or((0, 0), |b| (b.0, b.2));
+                format!(
+                    "{kind} x{n}: {:.2} ms, {} runs",
+                    (us - was.min(us)) as f64 / 1e3,
+                    runs - ran.min(runs)
+                )
             })
             .collect();
         eprintln!(
             "# start50: the client's CPU in the window {:.2} ms ({})",
-            (process_cpu() - cpu0).as_secs_f64() * 1e3,
+            cpu.as_secs_f64() * 1e3,
             by.join(", ")
         );
     }
@@ -794,8 +811,8 @@ fn parallel_starts<C: Send + 'static>(
 /// CPU time (µs) and number of this process's threads, by thread name
 /// with its digits left out (`mcp-p7-io` counts as `mcp-p-io`), from
 /// `/proc/self/task/*/schedstat`.
-fn threads_by_kind() -> std::collections::BTreeMap<String, (u64, u32)> {
-    let mut by = std::collections::BTreeMap::<String, (u64, u32)>::new();
+fn threads_by_kind() -> std::collections::BTreeMap<String, (u64, u32, u64)> {
+    let mut by = std::collections::BTreeMap::<String, (u64, u32, u64)>::new();
     for task in std::fs::read_dir("/proc/self/task")
         .into_iter()
         .flatten()
@@ -808,16 +825,53 @@ fn threads_by_kind() -> std::collections::BTreeMap<String, (u64, u32)> {
             .filter(|c| !c.is_ascii_digit())
             .collect();
         let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        let ns: u64 = stat
-            .split(' ')
-            .next()
-            .and_then(|x| x.parse().ok())
-            .unwrap_or(0);
+        let mut fields = stat
+            .split_whitespace()
+            .map(|x| x.parse::<u64>().unwrap_or(0));
+        let ns = fields.next().unwrap_or(0);
+        let slices = fields.nth(1).unwrap_or(0);
         let e = by.entry(kind).or_default();
         e.0 += ns / 1000;
         e.1 += 1;
+        e.2 += slices;
     }
     by
+}
+
+/// How many live children this process has and their CPU time so far
+/// (µs, from `/proc/<pid>/schedstat`).
+fn children_cpu_us() -> (usize, u64) {
+    let me = std::process::id().to_string();
+    let mut n = 0;
+    let mut us = 0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let p = e.path();
+        let Ok(stat) = std::fs::read_to_string(p.join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        if rest.split_whitespace().nth(1) != Some(me.as_str()) {
+            continue;
+        }
+        let ns: u64 = std::fs::read_to_string(p.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        n += 1;
+        us += ns / 1000;
+    }
+    (n, us)
+}
+
+/// `CLOCK_MONOTONIC` in seconds (the clock `perf --clockid` can use).
+fn monotonic_s() -> f64 {
+    // SAFETY: an all-zero timespec is a valid value of that C struct.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: clock_gettime fills the struct we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 /// User + system CPU time of this process so far (all its threads).
