@@ -5,10 +5,10 @@
 //! other), each taking about as long as a process start. A
 //! `crossbeam-channel` receiver spins and then yields the CPU four times
 //! before it sleeps: with fifty servers starting at once on two cores,
-//! each yield gave the CPU to another thread and cost a context switch,
-//! and the yields were most of the client's `sched_yield` calls in the
-//! burst (BENCHMARKS.md, stop 46). This receiver parks at once; the value
-//! wakes it.
+//! each yield gave the CPU to another thread and cost a context switch
+//! (`sched_yield` calls for fifty starts: 266-543 with the channels,
+//! 108-150 without; BENCHMARKS.md, stop 46). This receiver parks at once;
+//! the value wakes it.
 
 use std::sync::Arc;
 
@@ -44,7 +44,8 @@ pub(crate) fn handoff<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 impl<T> Sender<T> {
-    /// Hands `value` over; gives it back when the receiver is gone.
+    /// Hands `value` over; gives it back when the receiver is already gone
+    /// (one dropped meanwhile drops the value with the slot).
     pub(crate) fn send(mut self, value: T) -> Result<(), T> {
         let slot = self.0.take().expect("a sender sends once");
         if Arc::strong_count(&slot) == 1 {
