@@ -824,18 +824,25 @@ fn threads_by_kind() -> std::collections::BTreeMap<String, (u64, u32, u64)> {
             .chars()
             .filter(|c| !c.is_ascii_digit())
             .collect();
-        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        let mut fields = stat
-            .split_whitespace()
-            .map(|x| x.parse::<u64>().unwrap_or(0));
-        let ns = fields.next().unwrap_or(0);
-        let slices = fields.nth(1).unwrap_or(0);
+        let (ns, slices) = schedstat(&task.path());
         let e = by.entry(kind).or_default();
         e.0 += ns / 1000;
         e.1 += 1;
         e.2 += slices;
     }
     by
+}
+
+/// A task's CPU time so far (ns) and how many times it was put on a CPU,
+/// from `<dir>/schedstat` (0 for what cannot be read).
+fn schedstat(dir: &std::path::Path) -> (u64, u64) {
+    let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
+    let mut fields = stat
+        .split_whitespace()
+        .map(|x| x.parse::<u64>().unwrap_or(0));
+    let ns = fields.next().unwrap_or(0);
+    let runs = fields.nth(1).unwrap_or(0);
+    (ns, runs)
 }
 
 /// How many live children this process has and their CPU time so far
@@ -855,10 +862,7 @@ fn children_cpu_us() -> (usize, u64) {
         if rest.split_whitespace().nth(1) != Some(me.as_str()) {
             continue;
         }
-        let ns: u64 = std::fs::read_to_string(p.join("schedstat"))
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
+        let (ns, _) = schedstat(&p);
         n += 1;
         us += ns / 1000;
     }
