@@ -19,9 +19,11 @@
 //! `--in-flight 8,64` (restrict the throughput scenario), `--window-ms N`
 //! (how long each throughput figure is measured) and `--no-floor` (leave
 //! the floor out of every scenario but `era`: only the client is measured); `--start50-floor VARIANT`
-//! (`plain`, `thread`, `helper`, `helper-thread`) measures only the
-//! 50-starts floor, as it is, with a thread created per start, or with the
-//! children started from a helper process (`spawn_helper`), and exits
+//! (`plain`, `thread`, `probe`, `owned`, `helper`, `helper-thread`)
+//! measures only the 50-starts floor, as it is, with a thread created per
+//! start, with that thread and the stdio era probe, with the whole start
+//! on a thread one caller creates per server, or with the children started
+//! from a helper process (`spawn_helper`), and exits
 //! (`benches/start50_variants.sh` runs them). Besides the table it prints
 //! machine-readable lines `@<client> <key> <value>` that `benches/compare.sh`
 //! collects. `BENCH_CPU=1` also prints, for `start50`, the client's CPU
@@ -414,6 +416,12 @@ impl RawLines {
 /// The floor's `initialize` request.
 const HANDSHAKE_INITIALIZE: &str = concat!(
     r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
+    "\n"
+);
+
+/// The stdio era probe skald-mcp sends first when the era is not known.
+const HANDSHAKE_PROBE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"floor","version":"0"}}}}"#,
     "\n"
 );
 
@@ -888,14 +896,32 @@ fn process_cpu() -> Duration {
     tv(r.ru_utime) + tv(r.ru_stime)
 }
 
-/// [`floor_start50`] (`plain`) or one of the variants of [`spawn_helper`]:
-/// `thread`, `helper` or `helper-thread`.
+/// [`floor_start50`] (`plain`), [`floor_start50_owned`] (`owned`), the
+/// floor with a thread per start (`thread`) and the era probe (`probe`), or
+/// one of the variants of [`spawn_helper`]: `helper` or `helper-thread`.
 fn floor_start50_variant(server: &str, variant: &str) -> Duration {
     let thread = match variant {
         "plain" => return floor_start50(server),
+        "owned" => return floor_start50_owned(server),
+        "probe" => {
+            // The floor with a thread per start and the stdio era probe
+            // (`server/discover`, answered by a legacy server with an
+            // error) before `initialize`: the least a dual-era client with
+            // an I/O thread per server does for a start.
+            return parallel_starts(server, |s, _| {
+                let mut p = RawPipe::spawn(s);
+                let parked = spawn_helper::parked_thread();
+                p.send(HANDSHAKE_PROBE.as_bytes());
+                p.recv();
+                p.handshake();
+                (p, parked)
+            });
+        }
         "thread" | "helper-thread" => true,
         "helper" => false,
-        other => panic!("--start50-floor plain|thread|helper|helper-thread, not {other:?}"),
+        other => {
+            panic!("--start50-floor plain|thread|owned|probe|helper|helper-thread, not {other:?}")
+        }
     };
     if variant.starts_with("helper") {
         let helper = Arc::new(spawn_helper::start(server, era_args()));
@@ -913,6 +939,41 @@ fn floor_start50_variant(server: &str, variant: &str) -> Duration {
             (p, parked)
         })
     }
+}
+
+/// The floor's work on a thread created per start by one caller, which
+/// hands the started server back and stays parked (as an I/O thread that
+/// did the handshake itself would): the window runs from the first
+/// creation to the fiftieth hand-back.
+fn floor_start50_owned(server: &str) -> Duration {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let t = Instant::now();
+    let parked: Vec<_> = (0..50)
+        .map(|_| {
+            let (tx, s) = (tx.clone(), server.to_owned());
+            let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
+            let h = thread::Builder::new()
+                .stack_size(skald_mcp::limits::IO_THREAD_STACK)
+                .spawn(move || {
+                    let mut p = RawPipe::spawn(&s);
+                    p.handshake();
+                    let _ = tx.send(());
+                    let _ = stop_rx.recv();
+                    drop(p);
+                })
+                .expect("a thread");
+            (stop_tx, h)
+        })
+        .collect();
+    for _ in 0..50 {
+        rx.recv().expect("a start");
+    }
+    let d = t.elapsed();
+    for (stop, h) in parked {
+        drop(stop);
+        h.join().unwrap();
+    }
+    d
 }
 
 fn floor_start50(server: &str) -> Duration {
