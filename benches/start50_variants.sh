@@ -13,7 +13,7 @@
 # OURS_ENV="VAR=value ..." sets variables for the `ours` runs only (with
 # BASE=target/release/examples/bench_client: an A/B of a setting).
 # VARIANTS="plain thread ..." picks the floor variants (default plain,
-# thread, helper, helper-thread; also probe and owned).
+# thread, helper, helper-thread; also handoff, probe and owned).
 # ERA=modern runs every column in the 2026-07-28 era (default legacy).
 #
 # Needs the release builds compare.sh makes (bench_client, echo-server and,
@@ -60,7 +60,7 @@ pairs = [("thread", "plain"), ("helper", "plain"), ("helper-thread", "thread"),
          ("helper-thread", "helper"), ("ours", "plain"), ("ours", "rmcp"), ("rmcp", "plain"),
          ("base", "plain"), ("base", "rmcp"), ("ours", "base"),
          ("owned", "plain"), ("owned", "rmcp"), ("ours", "owned"),
-         ("probe", "thread"), ("probe", "rmcp"), ("thread", "rmcp"), ("ours", "probe"), ("ours", "thread"), ("base", "probe")]
+         ("handoff", "thread"), ("probe", "thread"), ("probe", "rmcp"), ("thread", "rmcp"), ("ours", "probe"), ("ours", "thread"), ("base", "probe")]
 for a, b in pairs:
     if a in names and b in names:
         r = st.median(float(x[a]) / float(x[b]) for x in rows)

@@ -19,9 +19,10 @@
 //! `--in-flight 8,64` (restrict the throughput scenario), `--window-ms N`
 //! (how long each throughput figure is measured) and `--no-floor` (leave
 //! the floor out of every scenario but `era`: only the client is measured); `--start50-floor VARIANT`
-//! (`plain`, `thread`, `probe`, `owned`, `helper`, `helper-thread`)
-//! measures only the 50-starts floor, as it is, with a thread created per
-//! start, with that thread and the stdio era probe, with the whole start
+//! (`plain`, `thread`, `handoff`, `probe`, `owned`, `helper`,
+//! `helper-thread`) measures only the 50-starts floor, as it is, with a
+//! thread created per start, with that thread and two hand-offs between it
+//! and the starter, with that thread and the stdio era probe, with the whole start
 //! on a thread one caller creates per server, or with the children started
 //! from a helper process (`spawn_helper`), and exits
 //! (`benches/start50_variants.sh` runs them). Besides the table it prints
@@ -775,13 +776,16 @@ fn parallel_starts<C: Send + 'static>(
     } else {
         Default::default()
     };
+    let faults0 = rusage().ru_minflt;
     let cpu0 = process_cpu();
     barrier.wait();
     let w0 = monotonic_s();
     barrier.wait();
     // Read first: the scans of /proc below are not the client's work.
     let cpu = process_cpu() - cpu0;
+    let faults = rusage().ru_minflt - faults0;
     if diag {
+        eprintln!("# start50: the client's minor page faults in the window {faults}");
         // For `perf record --clockid=CLOCK_MONOTONIC` and `perf report
         // --time`: the window's bounds on that clock.
         eprintln!("# start50: window {w0:.6},{:.6}", monotonic_s());
@@ -886,23 +890,40 @@ fn monotonic_s() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
-/// User + system CPU time of this process so far (all its threads).
-fn process_cpu() -> Duration {
+/// This process's resource usage so far (all its threads).
+fn rusage() -> libc::rusage {
     // SAFETY: an all-zero rusage is a valid value of that C struct.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage fills the struct we pass.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    r
+}
+
+/// User + system CPU time of this process so far (all its threads).
+fn process_cpu() -> Duration {
+    let r = rusage();
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(r.ru_utime) + tv(r.ru_stime)
 }
 
 /// [`floor_start50`] (`plain`), [`floor_start50_owned`] (`owned`), the
-/// floor with a thread per start (`thread`) and the era probe (`probe`), or
+/// floor with a thread per start (`thread`), with hand-offs (`handoff`) or
+/// the era probe (`probe`), or
 /// one of the variants of [`spawn_helper`]: `helper` or `helper-thread`.
 fn floor_start50_variant(server: &str, variant: &str) -> Duration {
     let thread = match variant {
         "plain" => return floor_start50(server),
         "owned" => return floor_start50_owned(server),
+        "handoff" => {
+            // The floor with a thread per start that the starter hands a
+            // value to and back, as skald-mcp's start does with its I/O
+            // thread (the started child's pipes out, the connection in).
+            return parallel_starts(server, |s, _| {
+                let (mut p, parked) = spawn_helper::handed_thread(|| RawPipe::spawn(s));
+                p.handshake();
+                (p, parked)
+            });
+        }
         "probe" => {
             // The floor with a thread per start and the stdio era probe
             // (`server/discover`, answered by a legacy server with an
@@ -920,7 +941,7 @@ fn floor_start50_variant(server: &str, variant: &str) -> Duration {
         "thread" | "helper-thread" => true,
         "helper" => false,
         other => {
-            panic!("--start50-floor plain|thread|owned|probe|helper|helper-thread, not {other:?}")
+            panic!("--start50-floor plain|thread|handoff|owned|probe|helper|helper-thread, not {other:?}")
         }
     };
     if variant.starts_with("helper") {

@@ -297,6 +297,28 @@ pub fn parked_thread() -> Parked {
     Parked(Some((tx, h)))
 }
 
+/// [`parked_thread`], created before `between` runs and handed a value
+/// each way around it (it tells it runs, `between` runs, it is told to go
+/// on): the two hand-offs of a skald-mcp start (the started child's pipes
+/// to the caller, the connection back to the I/O thread).
+pub fn handed_thread<T>(between: impl FnOnce() -> T) -> (T, Parked) {
+    let (up_tx, up_rx) = crossbeam_channel::bounded::<()>(1);
+    let (go_tx, go_rx) = crossbeam_channel::bounded::<()>(1);
+    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+    let h = thread::Builder::new()
+        .stack_size(skald_mcp::limits::IO_THREAD_STACK)
+        .spawn(move || {
+            let _ = up_tx.send(());
+            let _ = go_rx.recv();
+            let _ = rx.recv();
+        })
+        .expect("spawn a thread");
+    up_rx.recv().expect("the thread runs");
+    let value = between();
+    go_tx.send(()).expect("the thread waits");
+    (value, Parked(Some((tx, h))))
+}
+
 /// A thread parked until this drops.
 pub struct Parked(Option<(crossbeam_channel::Sender<()>, thread::JoinHandle<()>)>);
 
