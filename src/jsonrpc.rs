@@ -284,11 +284,14 @@ fn decode_usual_response(bytes: &[u8]) -> Option<Incoming> {
     })
 }
 
-/// An id as JSON writes an integer, `-?(0|[1-9][0-9]*)`, of at most 18
-/// digits (so it fits an `i64`); `None` for anything else.
+/// An id as JSON writes an integer, `0|-?[1-9][0-9]*`, of at most 18
+/// digits (so it fits an `i64`); `None` for anything else. Not `-0`:
+/// `serde_json` reads that as the float `-0.0`, which the envelope refuses
+/// as an id, and both readings must agree (a finding of the
+/// `jsonrpc_decode` fuzz target).
 fn usual_id(text: &[u8]) -> Option<i64> {
     let digits = text.strip_prefix(b"-").unwrap_or(text);
-    let plain = matches!(digits, [b'0'] | [b'1'..=b'9', ..])
+    let plain = (matches!(text, [b'0']) || matches!(digits, [b'1'..=b'9', ..]))
         && digits.len() <= 18
         && digits.iter().all(u8::is_ascii_digit);
     if !plain {
@@ -427,13 +430,12 @@ pub fn decode_object(mut obj: Map<String, Value>) -> Result<Incoming, FrameError
 
 fn decode_envelope(env: Envelope) -> Result<Incoming, FrameError> {
     let id_value = env.id;
-    let id =
-        match &id_value {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(RequestId::from_value(v).ok_or_else(|| {
-                frame_err(None, format!("id must be a number or string, got {v}"))
-            })?),
-        };
+    let id = match &id_value {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(RequestId::from_value(v).ok_or_else(|| {
+            frame_err(None, format!("id must be an integer or a string, got {v}"))
+        })?),
+    };
     if let Some(v) = &env.jsonrpc {
         if v != "2.0" {
             return Err(frame_err(id, format!("jsonrpc must be \"2.0\", got {v}")));
@@ -776,6 +778,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"s","result":{}}"#,
             r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-01,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":-,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1234567890123456789,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{},"id":2}"#,
