@@ -969,31 +969,23 @@ fn floor_start50_variant(server: &str, variant: &str) -> Duration {
 fn floor_start50_owned(server: &str) -> Duration {
     let (tx, rx) = crossbeam_channel::unbounded();
     let t = Instant::now();
-    let parked: Vec<_> = (0..50)
+    let parked: Vec<spawn_helper::Parked> = (0..50)
         .map(|_| {
             let (tx, s) = (tx.clone(), server.to_owned());
-            let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
-            let h = thread::Builder::new()
-                .stack_size(skald_mcp::limits::IO_THREAD_STACK)
-                .spawn(move || {
-                    let mut p = RawPipe::spawn(&s);
-                    p.handshake();
-                    let _ = tx.send(());
-                    let _ = stop_rx.recv();
-                    drop(p);
-                })
-                .expect("a thread");
-            (stop_tx, h)
+            spawn_helper::parked_after(move || {
+                let mut p = RawPipe::spawn(&s);
+                p.handshake();
+                let _ = tx.send(());
+                p
+            })
         })
         .collect();
     for _ in 0..50 {
         rx.recv().expect("a start");
     }
     let d = t.elapsed();
-    for (stop, h) in parked {
-        drop(stop);
-        h.join().unwrap();
-    }
+    // Each guard stops its thread (which drops its server) and joins it.
+    drop(parked);
     d
 }
 

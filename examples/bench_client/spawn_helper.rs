@@ -287,11 +287,19 @@ impl Drop for HelperPipe {
 /// One thread created and parked until the returned guard drops: what
 /// skald-mcp's I/O thread costs a start, without its work.
 pub fn parked_thread() -> Parked {
+    parked_after(|| ())
+}
+
+/// A thread created to run `work` and then parked, holding what it
+/// returned, until the returned guard drops (which joins it).
+pub fn parked_after<T: 'static>(work: impl FnOnce() -> T + Send + 'static) -> Parked {
     let (tx, rx) = crossbeam_channel::bounded::<()>(0);
     let h = thread::Builder::new()
         .stack_size(skald_mcp::limits::IO_THREAD_STACK)
         .spawn(move || {
+            let held = work();
             let _ = rx.recv();
+            drop(held);
         })
         .expect("spawn a thread");
     Parked(Some((tx, h)))
@@ -304,19 +312,14 @@ pub fn parked_thread() -> Parked {
 pub fn handed_thread<T>(between: impl FnOnce() -> T) -> (T, Parked) {
     let (up_tx, up_rx) = crossbeam_channel::bounded::<()>(1);
     let (go_tx, go_rx) = crossbeam_channel::bounded::<()>(1);
-    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
-    let h = thread::Builder::new()
-        .stack_size(skald_mcp::limits::IO_THREAD_STACK)
-        .spawn(move || {
-            let _ = up_tx.send(());
-            let _ = go_rx.recv();
-            let _ = rx.recv();
-        })
-        .expect("spawn a thread");
+    let parked = parked_after(move || {
+        let _ = up_tx.send(());
+        let _ = go_rx.recv();
+    });
     up_rx.recv().expect("the thread runs");
     let value = between();
     go_tx.send(()).expect("the thread waits");
-    (value, Parked(Some((tx, h))))
+    (value, parked)
 }
 
 /// A thread parked until this drops.
